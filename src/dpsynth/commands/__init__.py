@@ -1,0 +1,1 @@
+"""Sub-commands of the ``dpsynth`` CLI, one module each (see ``dpsynth.cli``)."""
