@@ -1,0 +1,1 @@
+"""The computations behind each notebook (one module per notebook), returning DataFrames."""
