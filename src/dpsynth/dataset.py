@@ -26,6 +26,11 @@ def _smallest_int_dtype(max_value: int) -> np.dtype:
     return np.dtype(np.int64)
 
 
+def _show(value) -> str:
+    """repr of a cell value without numpy's type wrapper (``3``, not ``np.int64(3)``)."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
 def validate_codes(frame: pd.DataFrame, domain: Domain, source: str = "data") -> np.ndarray:
     """Check that ``frame`` has exactly the domain's columns holding integer
     codes in ``0..size-1``; return them as an ``(n, d)`` Fortran-ordered array
@@ -65,7 +70,7 @@ def validate_codes(frame: pd.DataFrame, domain: Domain, source: str = "data") ->
                 r = int(bad[0])
                 kind = "NaN/missing" if pd.isna(raw[r]) else "non-integer"
                 raise ValueError(
-                    f"{source}: column {attr.name!r} row {r}: {kind} value {raw[r]!r} "
+                    f"{source}: column {attr.name!r} row {r}: {kind} value {_show(raw[r])} "
                     f"({bad.size} such row(s)); codes must be integers 0..{attr.size - 1}"
                 )
             vals = fl.astype(np.int64)
@@ -73,7 +78,7 @@ def validate_codes(frame: pd.DataFrame, domain: Domain, source: str = "data") ->
         if bad.size:
             r = int(bad[0])
             raise ValueError(
-                f"{source}: column {attr.name!r} row {r}: value {raw[r]!r} outside the domain "
+                f"{source}: column {attr.name!r} row {r}: value {_show(raw[r])} outside the domain "
                 f"0..{attr.size - 1} ({bad.size} such row(s))"
             )
         out[:, j] = vals
@@ -118,7 +123,7 @@ class Dataset:
                 raise ValueError(f"{source}: weights have shape {weights.shape}, expected ({codes.shape[0]},)")
             bad = np.flatnonzero(~np.isfinite(weights) | (weights < 0))
             if bad.size:
-                raise ValueError(f"{source}: weight at row {int(bad[0])} is {weights[bad[0]]!r}; must be finite and >= 0")
+                raise ValueError(f"{source}: weight at row {int(bad[0])} is {_show(weights[bad[0]])}; must be finite and >= 0")
             weights.setflags(write=False)
         codes.setflags(write=False)
         self._codes = codes
@@ -147,7 +152,7 @@ class Dataset:
             bad = np.flatnonzero(~np.isfinite(flat) | (flat != np.round(flat)))
             if bad.size:
                 idx = np.unravel_index(int(bad[0]), domain.shape)
-                raise ValueError(f"counts cell {dict(zip(domain.names, map(int, idx)))} is {flat[bad[0]]!r}; not an integer")
+                raise ValueError(f"counts cell {dict(zip(domain.names, map(int, idx)))} is {_show(flat[bad[0]])}; not an integer")
         flat = flat.astype(np.int64)
         neg = np.flatnonzero(flat < 0)
         if neg.size:

@@ -3,7 +3,9 @@
 The project root is ``$DPSYNTH_ROOT`` if set, else the nearest folder at or
 above the working directory holding dpsynth's ``pyproject.toml``, else the
 checkout the package was imported from, else the working directory. Data
-files go to ``$DPSYNTH_DATA_DIR`` or ``<root>/data/raw``.
+files go to ``$DPSYNTH_DATA_DIR`` or ``<root>/data/raw``; results and figures
+to ``$DPSYNTH_RESULTS_DIR`` / ``$DPSYNTH_FIGURES_DIR`` or ``<root>/results`` and
+``<root>/figures``.
 """
 
 from __future__ import annotations
@@ -44,11 +46,13 @@ def data_dir() -> Path:
 
 
 def results_dir() -> Path:
-    return project_root() / "results"
+    env = os.environ.get("DPSYNTH_RESULTS_DIR")
+    return Path(env).resolve() if env else project_root() / "results"
 
 
 def figures_dir() -> Path:
-    return project_root() / "figures"
+    env = os.environ.get("DPSYNTH_FIGURES_DIR")
+    return Path(env).resolve() if env else project_root() / "figures"
 
 
 def cache_dir() -> Path:

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..dataset import Dataset
+from ..dataset import Dataset, _show
 from ..domain import Attribute, Domain
 from . import provenance
 from .fetch import DataUnavailableError, fetch, local_path
@@ -142,17 +142,17 @@ def read_count_file(path: str | Path, domain: Domain, key: pd.DataFrame | None =
         raise ValueError(f"{name}: {len(frame)} rows, expected {n_nb * n_m} (one per neighborhood and month)")
     if key is None:
         key = pd.DataFrame({"neighborhood": np.repeat(np.arange(n_nb), n_m), "month": np.tile(np.arange(1, n_m + 1), n_nb)})
-    for col in KEY:
-        got = pd.to_numeric(frame[col], errors="coerce").to_numpy()
-        want = key[col].to_numpy()
-        bad = np.flatnonzero(got != want)
-        if bad.size:
-            r = int(bad[0])
-            raise ValueError(
-                f"{name}: row {r} has {col}={frame[col].iloc[r]!r} but the ground truth has {want[r]!r} there; "
-                "rows must be the ground truth's (neighborhood, month) rows in the same order "
-                "(shuffled, duplicated or missing rows are refused)"
-            )
+    got = frame[list(KEY)].apply(pd.to_numeric, errors="coerce").to_numpy()
+    want = key[list(KEY)].to_numpy()
+    bad = np.flatnonzero((got != want).any(axis=1))
+    if bad.size:
+        r = int(bad[0])
+        have = tuple(_show(frame[c].iloc[r]) for c in KEY)
+        raise ValueError(
+            f"{name}: row {r} has (neighborhood, month) = ({have[0]}, {have[1]}) but the ground truth has "
+            f"({_show(want[r, 0])}, {_show(want[r, 1])}) there; rows must be the ground truth's (neighborhood, month) "
+            "rows in the same order (shuffled, duplicated or missing rows are refused)"
+        )
     values = frame[type_cols]
     arr = values.to_numpy()
     if arr.dtype.kind not in "iu":
@@ -160,7 +160,7 @@ def read_count_file(path: str | Path, domain: Domain, key: pd.DataFrame | None =
         bad = np.argwhere(~np.isfinite(num) | (num != np.round(num)))
         if bad.size:
             r, c = map(int, bad[0])
-            raise ValueError(f"{name}: column {type_cols[c]!r} row {r}: value {arr[r, c]!r} is not an integer count")
+            raise ValueError(f"{name}: column {type_cols[c]!r} row {r}: value {_show(arr[r, c])} is not an integer count")
         arr = num.astype(np.int64)
     arr = arr.astype(np.int64)
     neg = np.argwhere(arr < 0)

@@ -1,0 +1,53 @@
+# dpsynth: the verbs. A fresh machine needs only `make reproduce` and `make test`.
+#
+#   make reproduce [PROFILE=quick|full] [ONLY="01 02"]   execute the notebooks (papermill)
+#   make test                                              the whole test suite, notebooks included (quick)
+#   make setup | data | bench | lint | clean
+#
+# Data come from the pinned URLs, or from a local mirror: DPSYNTH_DATA_MIRROR=/path/to/mirror.
+
+PYTHON  ?= python3
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+PROFILE ?= quick
+ONLY    ?=
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+STAMP   := $(VENV)/.dpsynth-installed
+
+.PHONY: setup data reproduce figures test test-fast bench lint clean
+
+setup: $(STAMP)
+
+# The CPU build of torch goes in first (a local wheel if pip's find-links has one,
+# else PyTorch's CPU index), so that resolving the package never pulls CUDA wheels.
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip show torch >/dev/null 2>&1 || $(PY) -m pip install --quiet --no-index --no-deps "torch==2.13.0" \
+		|| $(PY) -m pip install --quiet "torch==2.13.0" --index-url $(TORCH_CPU_INDEX)
+	$(PY) -m pip install --quiet -e ".[dev]"
+	@touch $(STAMP)
+
+data: setup
+	$(PY) -m dpsynth data fetch --keep-going
+
+reproduce: data
+	$(PY) -m dpsynth reproduce --profile $(PROFILE) $(if $(ONLY),--only $(ONLY),)
+
+figures: setup
+	$(PY) -m dpsynth reproduce --figures-only $(if $(ONLY),--only $(ONLY),)
+
+test: data
+	$(PY) -m pytest -n 2 --dist loadgroup
+
+test-fast: setup
+	$(PY) -m pytest -n 2 -m "not notebook and not slow"
+
+bench: setup
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+lint: setup
+	$(PY) -m ruff check src tests benchmarks
+
+clean:
+	rm -rf results figures/*.png figures/*.pdf .pytest_cache

@@ -1,0 +1,43 @@
+"""Private-PGM: graphical-model estimation from noisy marginals, and synthetic data.
+
+Written from the math of McKenna, Sheldon & Miklau (ICML 2019) and §4 of the
+NIST-MST/MST paper (Eq. 4.1-4.2, Fact 1, Algorithms 7-8):
+
+* :mod:`.factor` — log-space factors; the one axis-alignment primitive.
+* :mod:`.junction_tree` — triangulation, maximal cliques, clique tree, size estimate.
+* :mod:`.inference` — belief propagation and variable elimination.
+* :mod:`.measurement` — noisy linear measurements of marginals.
+* :mod:`.estimation` — mirror descent on Eq. (4.2).
+* :mod:`.model` — the fitted model: marginals and synthetic data.
+
+Typical use (what MST/AIM do)::
+
+    model = estimate(domain, measurements, iters=1000)
+    counts = model.project(("sex", "income>50K"))
+    synth = model.synthetic_data(rng=np.random.default_rng(0))
+"""
+
+from .estimation import estimate, evaluate_loss
+from .factor import Factor
+from .inference import BeliefPropagation, marginal, variable_elimination
+from .junction_tree import JunctionTree, ModelTooLargeError, build_junction_tree, junction_tree_size
+from .measurement import Measurement, compile_measurements, estimate_total
+from .model import GraphicalModel, synthetic_column
+
+__all__ = [
+    "BeliefPropagation",
+    "Factor",
+    "GraphicalModel",
+    "JunctionTree",
+    "Measurement",
+    "ModelTooLargeError",
+    "build_junction_tree",
+    "compile_measurements",
+    "estimate",
+    "estimate_total",
+    "evaluate_loss",
+    "junction_tree_size",
+    "marginal",
+    "synthetic_column",
+    "variable_elimination",
+]

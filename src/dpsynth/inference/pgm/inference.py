@@ -1,0 +1,175 @@
+"""Exact marginal inference on a junction tree.
+
+:class:`BeliefPropagation` compiles a :class:`~.junction_tree.JunctionTree`
+into a fixed message schedule and runs the sum-product algorithm on
+log-potentials ``theta_C`` (Koller & Friedman 2009, §10.2-10.3; the marginal
+oracle ``M_C(P_theta)`` of Eq. (4.2) in the NIST-MST/MST paper, §4.2):
+
+* **collect** (leaves to root, log space): clique ``C`` with parent ``P`` and
+  separator ``S`` forms its upward belief ``b_C = theta_C + sum of its
+  children's messages`` and sends ``m_{C->P}(x_S) = logsumexp_{x_{C\\S}} b_C``,
+  computed with the per-separator-value maximum subtracted (no overflow, no
+  underflow of a whole slice);
+* **distribute** (root to leaves): the root's marginal is ``softmax(b_root)``;
+  each child's marginal is ``mu_C = mu_S * exp(b_C - m_{C->P})`` — the
+  parent's separator marginal times the child's conditional
+  ``P(x_{C\\S} | x_S)``, which the collect pass already computed (Hugin-style
+  distribution; one ``exp`` per clique per call, and the conditional's
+  denominator is >= 1 so the division is safe).
+
+Marginals of attribute sets inside no clique (Example 2 of the paper) come
+from :func:`variable_elimination` over the calibrated clique and separator
+marginals of a covering subtree, ``P(x_T) = prod_C mu_C / prod_S mu_S``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .factor import Factor, align
+from .junction_tree import JunctionTree
+
+__all__ = ["BeliefPropagation", "marginal", "variable_elimination"]
+
+
+class BeliefPropagation:
+    """A compiled two-pass sum-product schedule for one junction tree (numpy).
+
+    Parameters live in one flat float64 vector (``theta``) and marginals are
+    written into another (``probs``); :meth:`views` gives per-clique shaped
+    views into such a vector. ``calibrate`` does no allocation beyond the
+    per-clique temporaries of the messages themselves.
+    """
+
+    def __init__(self, tree: JunctionTree) -> None:
+        self.tree = tree
+        dom = tree.domain
+        self.shapes = [tuple(dom[a].size for a in c) for c in tree.cliques]
+        sizes = [int(np.prod(s, dtype=np.int64)) for s in self.shapes]
+        self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        self.size = int(self.offsets[-1])
+        self.root = tree.root
+        self.parent = tree.parent
+        up, down = [], []
+        for c in reversed(tree.order[1:]):
+            p = tree.parent[c]
+            sep = set(tree.separator(c))
+            cl, pl = tree.cliques[c], tree.cliques[p]
+            sum_axes = tuple(i for i, a in enumerate(cl) if a not in sep)
+            to_parent = tuple(dom[a].size if a in sep else 1 for a in pl)
+            up.append((c, p, sum_axes, to_parent))
+        for c in tree.order[1:]:
+            p = tree.parent[c]
+            sep = set(tree.separator(c))
+            cl, pl = tree.cliques[c], tree.cliques[p]
+            p_axes = tuple(i for i, a in enumerate(pl) if a not in sep)
+            to_child = tuple(dom[a].size if a in sep else 1 for a in cl)
+            down.append((c, p, p_axes, to_child))
+        self._up, self._down = up, down
+
+    def views(self, flat: np.ndarray) -> list[np.ndarray]:
+        """Per-clique shaped views into a flat vector of length ``self.size``."""
+        o = self.offsets
+        return [flat[o[i] : o[i + 1]].reshape(s) for i, s in enumerate(self.shapes)]
+
+    def calibrate(self, theta: Sequence[np.ndarray], out: Sequence[np.ndarray]) -> float:
+        """Clique marginals (probabilities) of ``P_theta`` into ``out``; returns ``log Z``."""
+        acc = list(theta)
+        owned = [False] * len(acc)
+        cond_e: list = [None] * len(acc)
+        cond_s: list = [None] * len(acc)
+        for c, p, axes, to_parent in self._up:
+            x = acc[c]
+            mx = x.max(axis=axes, keepdims=True)
+            e = x - mx if not owned[c] else np.subtract(x, mx, out=x)
+            np.exp(e, out=e)
+            s = e.sum(axis=axes, keepdims=True)
+            cond_e[c], cond_s[c] = e, s
+            msg = np.log(s)
+            msg += mx
+            msg = msg.reshape(to_parent)
+            if owned[p]:
+                acc[p] += msg
+            else:
+                acc[p] = acc[p] + msg
+                owned[p] = True
+        r = self.root
+        x = acc[r]
+        mx = x.max()
+        e = x - mx if not owned[r] else np.subtract(x, mx, out=x)
+        np.exp(e, out=e)
+        z = e.sum()
+        np.multiply(e, 1.0 / z, out=out[r])
+        for c, p, axes, to_child in self._down:
+            ps = out[p].sum(axis=axes).reshape(to_child)
+            ps /= cond_s[c]
+            np.multiply(cond_e[c], ps, out=out[c])
+        return float(np.log(z) + mx)
+
+
+def _safe_neglog(p: np.ndarray) -> np.ndarray:
+    """``-log p`` with 0 where ``p == 0`` (those cells are already -inf in a clique term)."""
+    out = np.zeros_like(p, dtype=np.float64)
+    pos = p > 0
+    out[pos] = -np.log(p[pos])
+    return out
+
+
+def variable_elimination(factors: list[Factor], keep: Sequence[str], sizes: dict[str, int]) -> Factor:
+    """Sum out every attribute not in ``keep`` from the log-space product of
+    ``factors`` (Koller & Friedman 2009, Alg. 9.1), greedily eliminating the
+    attribute whose elimination creates the smallest table; returns the
+    normalised log-marginal over ``keep`` (in that order)."""
+    keep = tuple(keep)
+    factors = list(factors)
+    elim = {a for f in factors for a in f.attrs} - set(keep)
+    while elim:
+
+        def cost(v):
+            scope = {a for f in factors if v in f.attrs for a in f.attrs}
+            return float(np.prod([sizes[a] for a in scope])), v
+
+        v = min(elim, key=cost)
+        touching = [f for f in factors if v in f.attrs]
+        rest = [f for f in factors if v not in f.attrs]
+        prod = touching[0]
+        for f in touching[1:]:
+            prod = prod * f
+        factors = [*rest, prod.logsumexp([v])]
+        elim.discard(v)
+    missing = [a for a in keep if not any(a in f.attrs for f in factors)]
+    if missing:
+        raise ValueError(f"variable elimination: no factor mentions {missing}")
+    prod = factors[0]
+    for f in factors[1:]:
+        prod = prod * f
+    return prod.transpose(keep).normalize()
+
+
+def marginal(tree: JunctionTree, probs: Sequence[np.ndarray], attrs: Sequence[str]) -> np.ndarray:
+    """Probability table over ``attrs`` (in the given order) of the calibrated model.
+
+    Inside a clique: a sum over that clique's marginal. Otherwise: variable
+    elimination on ``prod_C mu_C / prod_S mu_S`` over the smallest covering
+    subtree (exact by the junction-tree factorisation).
+    """
+    attrs = tuple(attrs)
+    if not attrs:
+        return np.ones(())
+    i = tree.find_clique(attrs)
+    if i is not None:
+        return np.ascontiguousarray(align(probs[i], tree.cliques[i], attrs, reduce=True))
+    sub = set(tree.covering_subtree(attrs))
+    factors = []
+    for c in sorted(sub):
+        factors.append(Factor.from_probabilities(tree.cliques[c], probs[c]))
+        p = tree.parent[c]
+        if p >= 0 and p in sub:
+            sep = tree.separator(c)
+            if sep:
+                ps = align(probs[c], tree.cliques[c], sep, reduce=True)
+                factors.append(Factor(sep, _safe_neglog(ps)))
+    sizes = {a: tree.domain[a].size for a in tree.domain.names}
+    return np.exp(variable_elimination(factors, attrs, sizes).values)

@@ -1,0 +1,283 @@
+"""Junction trees for the graphical models of Private-PGM.
+
+By Fact 1 of McKenna, Sheldon, Miklau & Su (NIST-MST/MST paper, §4.2) the
+optimum of Eq. (4.1) is a graphical model with one factor per measured
+attribute set. Marginal inference in it is exact and efficient on a junction
+tree (Koller & Friedman 2009, §10.4): triangulate the model's graph (an edge
+between every two attributes measured together), take the maximal cliques of
+the chordal graph, and connect them by a maximum-weight spanning tree on
+separator sizes, which has the running-intersection property. Its size — the
+number of cells of all clique tables — decides the cost of inference (Remark 1
+of the paper: tree width); :func:`junction_tree_size` gives it *before* any
+array is allocated, which is what AIM's size-limited candidate filter needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+
+from ...domain import Domain
+
+__all__ = [
+    "JunctionTree",
+    "ModelTooLargeError",
+    "build_junction_tree",
+    "junction_tree_size",
+    "triangulate",
+]
+
+HEURISTICS = ("min_fill", "weighted_min_fill", "min_weight")
+BYTES_PER_CELL = 8  # float64; ``size_mb`` counts one copy of every clique table
+
+
+class ModelTooLargeError(ValueError):
+    """The junction tree would exceed the caller's memory limit."""
+
+
+def _cells(domain: Domain, attrs: Iterable[str]) -> int:
+    return int(np.prod([domain[a].size for a in attrs], dtype=np.float64))
+
+
+def _model_graph(domain: Domain, cliques: Iterable[Sequence[str]]) -> nx.Graph:
+    g = nx.Graph()
+    g.add_nodes_from(domain.names)
+    for cl in cliques:
+        cl = domain.check_attrs(cl, "clique")
+        for i, a in enumerate(cl):
+            for b in cl[i + 1 :]:
+                g.add_edge(a, b)
+    return g
+
+
+def triangulate(domain: Domain, graph: nx.Graph, heuristic: str = "min_fill") -> tuple[list[str], list[frozenset]]:
+    """Greedy vertex elimination (Koller & Friedman 2009, Alg. 9.4).
+
+    At each step eliminate the vertex with the best score, connect its
+    remaining neighbours (the fill-in) and record the clique it formed.
+    Scores: ``min_fill`` (fewest fill edges, ties by clique cells),
+    ``weighted_min_fill`` (fill edges weighted by the product of their
+    endpoints' domain sizes), ``min_weight`` (fewest cells in the formed
+    clique). Ties are broken by domain order, so the result is deterministic.
+
+    Returns the elimination order and the maximal cliques of the chordal
+    completion.
+    """
+    if heuristic not in HEURISTICS:
+        raise ValueError(f"unknown triangulation heuristic {heuristic!r}; choose from {HEURISTICS}")
+    adj = {v: set(graph.neighbors(v)) for v in graph.nodes}
+    size = {v: domain[v].size for v in adj}
+    rank = {v: domain.index(v) for v in adj}
+    order: list[str] = []
+    formed: list[frozenset] = []
+    remaining = set(adj)
+    while remaining:
+        best, best_key = None, None
+        for v in remaining:
+            nb = adj[v]
+            cells = size[v] * float(np.prod([size[u] for u in nb])) if nb else float(size[v])
+            if heuristic == "min_weight":
+                key = (cells, rank[v])
+            else:
+                nbl = sorted(nb, key=rank.__getitem__)
+                fill = 0.0
+                for i, a in enumerate(nbl):
+                    na = adj[a]
+                    for b in nbl[i + 1 :]:
+                        if b not in na:
+                            fill += size[a] * size[b] if heuristic == "weighted_min_fill" else 1.0
+                key = (fill, cells, rank[v])
+            if best_key is None or key < best_key:
+                best, best_key = v, key
+        nb = adj[best]
+        for a in nb:
+            adj[a] |= nb - {a}
+            adj[a].discard(best)
+        formed.append(frozenset(nb | {best}))
+        order.append(best)
+        remaining.discard(best)
+        del adj[best]
+    # keep the maximal ones
+    formed_sorted = sorted(set(formed), key=len, reverse=True)
+    maximal: list[frozenset] = []
+    for c in formed_sorted:
+        if not any(c <= m for m in maximal):
+            maximal.append(c)
+    return order, maximal
+
+
+@dataclass(frozen=True, eq=False)
+class JunctionTree:
+    """A rooted junction tree over a domain.
+
+    Attributes
+    ----------
+    domain:
+        The full domain (every attribute is in at least one clique).
+    cliques:
+        Maximal cliques, each a tuple of attribute names in *domain order*.
+    parent:
+        ``parent[i]`` is the index of clique ``i``'s parent (``-1`` for the root).
+    order:
+        Clique indices in breadth-first order from the root (parents first).
+    elimination_order:
+        The vertex elimination order that produced the triangulation.
+    """
+
+    domain: Domain
+    cliques: tuple[tuple[str, ...], ...]
+    parent: tuple[int, ...]
+    order: tuple[int, ...]
+    elimination_order: tuple[str, ...]
+
+    @property
+    def root(self) -> int:
+        return self.order[0]
+
+    def separator(self, i: int) -> tuple[str, ...]:
+        """Attributes clique ``i`` shares with its parent (domain order; empty for the root)."""
+        p = self.parent[i]
+        if p < 0:
+            return ()
+        other = set(self.cliques[p])
+        return tuple(a for a in self.cliques[i] if a in other)
+
+    def children(self, i: int) -> list[int]:
+        return [c for c in self.order if self.parent[c] == i]
+
+    def neighbors(self, i: int) -> list[int]:
+        out = self.children(i)
+        if self.parent[i] >= 0:
+            out.append(self.parent[i])
+        return out
+
+    def clique_cells(self) -> list[int]:
+        return [_cells(self.domain, c) for c in self.cliques]
+
+    @property
+    def cells(self) -> int:
+        """Total number of cells of all clique tables."""
+        return int(sum(self.clique_cells()))
+
+    @property
+    def size_mb(self) -> float:
+        """Size of one float64 copy of every clique table, in MiB (``cells * 8 / 2**20``)."""
+        return self.cells * BYTES_PER_CELL / 2**20
+
+    def find_clique(self, attrs: Iterable[str]) -> int | None:
+        """Index of the smallest clique containing ``attrs`` (None if none does)."""
+        want = set(attrs)
+        best, best_cells = None, None
+        for i, c in enumerate(self.cliques):
+            if want <= set(c):
+                cells = _cells(self.domain, c)
+                if best is None or cells < best_cells:
+                    best, best_cells = i, cells
+        return best
+
+    def covering_subtree(self, attrs: Iterable[str]) -> list[int]:
+        """A connected set of cliques whose union contains ``attrs``: the whole
+        tree pruned of leaves whose wanted attributes their neighbour also has
+        (valid by the running-intersection property)."""
+        want = set(attrs)
+        alive = set(range(len(self.cliques)))
+        adj = {i: set(self.neighbors(i)) for i in alive}
+        changed = True
+        while changed and len(alive) > 1:
+            changed = False
+            for i in sorted(alive, key=lambda k: -_cells(self.domain, self.cliques[k])):
+                nb = adj[i] & alive
+                if len(nb) > 1:
+                    continue
+                mine = want & set(self.cliques[i])
+                if len(nb) == 0:  # isolated (disconnected forest pieces joined by empty separators)
+                    if not mine:
+                        alive.discard(i)
+                        changed = True
+                    continue
+                (j,) = nb
+                if mine <= set(self.cliques[j]):
+                    alive.discard(i)
+                    changed = True
+                    if len(alive) == 1:
+                        break
+        return sorted(alive)
+
+    def __repr__(self) -> str:
+        return f"JunctionTree({len(self.cliques)} cliques, {self.cells} cells, {self.size_mb:.2f} MiB)"
+
+
+def _clique_tree(cliques: list[tuple[str, ...]], cells: list[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    k = len(cliques)
+    g = nx.Graph()
+    g.add_nodes_from(range(k))
+    sets = [set(c) for c in cliques]
+    for i in range(k):
+        for j in range(i + 1, k):
+            # zero-weight edges join disconnected components into one tree (empty separators)
+            g.add_edge(i, j, weight=len(sets[i] & sets[j]))
+    tree = nx.maximum_spanning_tree(g, weight="weight", algorithm="kruskal") if k > 1 else g
+    root = int(np.argmax(cells))
+    parent = [-1] * k
+    order = [root]
+    seen = {root}
+    for i in order:  # BFS; the list grows while we walk it
+        for j in sorted(tree.neighbors(i)):
+            if j not in seen:
+                seen.add(j)
+                parent[j] = i
+                order.append(j)
+    return tuple(parent), tuple(order)
+
+
+def build_junction_tree(
+    domain: Domain,
+    cliques: Iterable[Sequence[str]],
+    *,
+    heuristic: str = "auto",
+    memory_limit_mb: float | None = None,
+) -> JunctionTree:
+    """Junction tree of the graphical model with one factor per clique.
+
+    ``heuristic="auto"`` tries every greedy heuristic of :func:`triangulate`
+    and keeps the triangulation with the fewest total cells ("min-fill or
+    better"). Attributes in no clique become singleton cliques. Raises
+    :class:`ModelTooLargeError` (a ``ValueError``) when the tree's size
+    exceeds ``memory_limit_mb``.
+    """
+    cliques = [domain.check_attrs(c, "clique") for c in cliques]
+    graph = _model_graph(domain, cliques)
+    heuristics = HEURISTICS if heuristic == "auto" else (heuristic,)
+    best = None
+    for h in heuristics:
+        order, maximal = triangulate(domain, graph, h)
+        total = sum(_cells(domain, c) for c in maximal)
+        if best is None or total < best[0]:
+            best = (total, order, maximal)
+    total, order, maximal = best
+    size_mb = total * BYTES_PER_CELL / 2**20
+    if memory_limit_mb is not None and size_mb > memory_limit_mb:
+        big = max(maximal, key=lambda c: _cells(domain, c))
+        raise ModelTooLargeError(
+            f"junction tree would need {size_mb:,.1f} MiB ({total:,} cells) > memory limit {memory_limit_mb:,.1f} MiB; "
+            f"largest clique {domain.canonical(big)} has {_cells(domain, big):,} cells"
+        )
+    cl = sorted((domain.canonical(c) for c in maximal), key=lambda c: [domain.index(a) for a in c])
+    cells = [_cells(domain, c) for c in cl]
+    parent, bfs = _clique_tree(cl, cells)
+    return JunctionTree(domain, tuple(cl), parent, bfs, tuple(order))
+
+
+def junction_tree_size(domain: Domain, cliques: Iterable[Sequence[str]], *, heuristic: str = "auto") -> tuple[int, float]:
+    """``(cells, MiB)`` of the junction tree for ``cliques`` — no arrays allocated.
+
+    Cheap enough to call for every candidate clique in AIM's selection step.
+    """
+    cliques = [domain.check_attrs(c, "clique") for c in cliques]
+    graph = _model_graph(domain, cliques)
+    heuristics = HEURISTICS if heuristic == "auto" else (heuristic,)
+    total = min(sum(_cells(domain, c) for c in triangulate(domain, graph, h)[1]) for h in heuristics)
+    return int(total), total * BYTES_PER_CELL / 2**20

@@ -1,0 +1,116 @@
+"""The notebook runner: parameters, outputs, manifest, failures, the experiment cache."""
+
+import json
+import sys
+
+import pytest
+
+sys.path.insert(0, "tools")
+
+from dpsynth.experiments.cache import CacheMiss, memoize  # noqa: E402
+from dpsynth.runner import discover, reproduce  # noqa: E402
+
+
+def _tiny(path, body):
+    from tools.make_notebook import write_notebook
+
+    write_notebook(
+        path,
+        [
+            ("md", "# tiny"),
+            ("params", 'profile = "quick"\nscale = 2'),
+            ("code", body),
+        ],
+    )
+
+
+@pytest.fixture
+def sandbox(tmp_path, monkeypatch):
+    nb_dir = tmp_path / "notebooks"
+    nb_dir.mkdir()
+    monkeypatch.setenv("DPSYNTH_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.setenv("DPSYNTH_FIGURES_DIR", str(tmp_path / "figures"))
+    return nb_dir, tmp_path
+
+
+BODY = """
+import json, os
+from dpsynth.data import load
+ds = load("titanic")
+from dpsynth.paths import results_dir
+(results_dir() / "out.json").write_text(json.dumps({"profile": profile, "scale": scale, "n": len(ds)}))
+"""
+
+
+def test_runner_executes_with_parameters_and_writes_manifest(sandbox):
+    nb_dir, tmp = sandbox
+    _tiny(nb_dir / "07_tiny.ipynb", BODY)
+    results, manifest_path = reproduce("full", parameters={"scale": 5, "unused": 1}, notebooks_dir=nb_dir, echo=lambda *a: None)
+    assert [r.status for r in results] == ["ok"]
+    assert json.loads((tmp / "results/out.json").read_text()) == {"profile": "full", "scale": 5, "n": 1304}
+    assert (tmp / "results/notebooks/07_tiny.ipynb").is_file()
+    manifest = json.loads(manifest_path.read_text())
+    assert manifest == json.loads((tmp / "results/manifest.json").read_text())
+    assert manifest["profile"] == "full" and manifest["packages"]["numpy"]
+    nb = manifest["notebooks"][0]
+    assert nb["parameters"] == {"profile": "full", "scale": 5} and nb["seconds"] > 0
+    assert nb["data"][0]["dataset"] == "titanic"
+    assert nb["data"][0]["source"] in ("real", "surrogate")
+    if nb["data"][0]["source"] == "real":
+        assert manifest["data_source"] == "real"
+        assert nb["data"][0]["sha256"]["benchmark/titanic.zip"].startswith("01cef749")
+
+
+def test_runner_names_failing_cell_and_keeps_good_copy(sandbox):
+    nb_dir, tmp = sandbox
+    _tiny(nb_dir / "03_tiny.ipynb", "x = scale * 2")
+    reproduce(notebooks_dir=nb_dir, echo=lambda *a: None)
+    good = (tmp / "results/notebooks/03_tiny.ipynb").read_text()
+    _tiny(nb_dir / "03_tiny.ipynb", "raise ValueError(f'bad scale {scale}')")
+    results, _ = reproduce(notebooks_dir=nb_dir, echo=lambda *a: None)
+    assert results[0].status == "failed"
+    assert "03_tiny.ipynb: cell" in results[0].error and "ValueError: bad scale 2" in results[0].error
+    assert (tmp / "results/notebooks/03_tiny.ipynb").read_text() == good
+    assert (tmp / "results/notebooks/03_tiny.failed.ipynb").is_file()
+
+
+def test_discover_and_validation(sandbox):
+    nb_dir, _ = sandbox
+    _tiny(nb_dir / "01_a.ipynb", "pass")
+    _tiny(nb_dir / "02_b.ipynb", "pass")
+    assert [p.name for p in discover(nb_dir, ["2"])] == ["02_b.ipynb"]
+    assert [p.name for p in discover(nb_dir)] == ["01_a.ipynb", "02_b.ipynb"]
+    with pytest.raises(ValueError, match="matches no notebook"):
+        discover(nb_dir, ["9"])
+    with pytest.raises(ValueError, match="profile must be"):
+        reproduce("medium", notebooks_dir=nb_dir, echo=lambda *a: None)
+
+
+def test_memoize_caches_and_figures_only_requires_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("DPSYNTH_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("DPSYNTH_CACHE", raising=False)
+    calls = []
+
+    @memoize(version=1)
+    def square(x, power=2):
+        calls.append(x)
+        return x**power
+
+    assert square(3) == 9 and square(3) == 9 and square(x=3, power=2) == 9
+    assert calls == [3]
+    assert square(4) == 16 and calls == [3, 4]
+    monkeypatch.setenv("DPSYNTH_CACHE", "require")
+    assert square(3) == 9
+    with pytest.raises(CacheMiss, match="figures-only"):
+        square(5)
+    monkeypatch.setenv("DPSYNTH_CACHE", "off")
+    assert square(3) == 9 and calls == [3, 4, 3]
+
+    @memoize(version=2)
+    def square(x, power=2):  # noqa: F811 - a new version of the computation
+        calls.append(("v2", x))
+        return x**power
+
+    monkeypatch.setenv("DPSYNTH_CACHE", "on")
+    square(3)
+    assert calls[-1] == ("v2", 3)
