@@ -141,6 +141,10 @@ def test_zcdp_rho_is_largest_satisfying_prop4(eps, delta):
 @pytest.mark.parametrize("eps", [0.05, 0.3, 1.0, 8.0, 40.0])
 def test_zcdp_rho_is_largest_satisfying_cks(eps, delta):
     rho = acc.zcdp_rho(eps, delta, conversion="cks")
+    # exact float maximiser of the library's CKS bound ...
+    assert acc.zcdp_delta(rho, eps, conversion="cks") <= delta
+    assert acc.zcdp_delta(float(np.nextafter(rho, math.inf)), eps, conversion="cks") > delta
+    # ... straddling an independent numerical minimisation over α
     assert _cks_delta_numeric(rho, eps) <= delta * (1 + 1e-9)
     assert _cks_delta_numeric(rho * (1 + 1e-9), eps) > delta
     assert acc.zcdp_delta(rho, eps, conversion="cks") == pytest.approx(delta, rel=1e-9)
