@@ -3,9 +3,8 @@
 ``@memoize(version=N)`` stores a function's return value (pickled) under
 ``results/cache/<module.function>/<key>.pkl`` where the key hashes the
 function's name, its ``version`` (bump it when the computation changes), its
-arguments, the package version and the state of the data (which datasets are
-real or surrogate; real files are pinned by SHA-256 in the registry, so their
-presence fixes their content). Re-running a notebook after a plotting change
+arguments, the package version and the data's checksums (see
+:func:`data_state`). Re-running a notebook after a plotting change
 then takes seconds.
 
 Environment: ``DPSYNTH_CACHE=off`` disables the cache; ``DPSYNTH_CACHE=require``
@@ -33,11 +32,20 @@ class CacheMiss(RuntimeError):
 
 
 def data_state() -> dict[str, str]:
-    """``{dataset: "real" | "surrogate"}`` as loaders would resolve it now."""
+    """``{dataset: checksum | "surrogate"}`` as loaders would resolve it now: for
+    a dataset whose files are present (locally or in the mirror) a hash of its
+    files' pinned SHA-256s, which loaders verify before use; else ``"surrogate"``."""
     from ..data.fetch import is_available
-    from ..data.registry import dataset_names
+    from ..data.registry import dataset_info, dataset_names
 
-    return {n: ("real" if is_available(n) else "surrogate") for n in dataset_names()}
+    state = {}
+    for n in dataset_names():
+        if is_available(n):
+            joined = "".join(e.sha256 for e in dataset_info(n).files)
+            state[n] = hashlib.sha256(joined.encode()).hexdigest()[:16]
+        else:
+            state[n] = "surrogate"
+    return state
 
 
 def _canonical(value: Any) -> Any:
