@@ -25,7 +25,10 @@ def _prop4_eps_numeric(rho: float, delta: float) -> float:
     L = math.log(1 / delta)
     # optimise over t = log(α - 1) for a well-scaled 1-d problem
     res = minimize_scalar(
-        lambda t: rho * (1 + math.exp(t)) + L / math.exp(t), bounds=(-40, 40), method="bounded", options={"xatol": 1e-12}
+        lambda t: rho * (1 + math.exp(t)) + L / math.exp(t),
+        bounds=(-40, 40),
+        method="bounded",
+        options={"xatol": 1e-12},
     )
     return float(res.fun)
 
@@ -40,8 +43,9 @@ def _cks_delta_numeric(rho: float, eps: float) -> float:
     ts = np.linspace(-30, 30, 6001)
     vals = np.array([logd(t) for t in ts])
     i = int(np.argmin(vals))
-    res = minimize_scalar(logd, bounds=(ts[max(i - 1, 0)], ts[min(i + 1, len(ts) - 1)]), method="bounded",
-                          options={"xatol": 1e-13})
+    res = minimize_scalar(
+        logd, bounds=(ts[max(i - 1, 0)], ts[min(i + 1, len(ts) - 1)]), method="bounded", options={"xatol": 1e-13}
+    )
     return math.exp(min(0.0, min(float(res.fun), float(vals[i]))))
 
 
@@ -289,3 +293,48 @@ def test_other_bad_inputs():
         acc.gdp_sigma(1.0, 1e-5, compositions=0)
     with pytest.raises(ValueError, match="iterable"):
         acc.compose_zcdp("0.1")
+
+
+def test_docstring_examples():
+    import doctest
+
+    import dpsynth.privacy.ledger as ledger_module
+
+    for mod in (acc, ledger_module):
+        res = doctest.testmod(mod)
+        assert res.attempted > 0 and res.failed == 0, mod.__name__
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(0.01, 20.0), st.floats(1e-14, 0.3))
+def test_gdp_round_trip_property(mu, delta):
+    eps = acc.gdp_epsilon(mu, delta)
+    if eps > 1e-6:
+        assert acc.gdp_mu_for_dp(eps, delta) == pytest.approx(mu, rel=1e-8)
+        assert acc.gdp_delta(mu, eps) == pytest.approx(delta, rel=1e-8)
+
+
+def test_gdp_curve_is_decreasing_and_pointwise():
+    eps = np.linspace(0.0, 5.0, 11)
+    curve = acc.gdp_curve(1.0, eps)
+    assert np.all(np.diff(curve) < 0)
+    assert curve[4] == acc.gdp_delta(1.0, eps[4])
+    assert curve[0] == pytest.approx(2 * norm.cdf(0.5) - 1)
+
+
+@pytest.mark.parametrize("eps, delta", [(0.3, 1e-9), (1.0, 2e-12), (8.0, 1e-6)])
+def test_calibrate_gaussian_sigma(eps, delta):
+    # two sensitivity-1 measurements under Prop. 4: exactly Eq. 5.1
+    assert acc.calibrate_gaussian_sigma(eps, delta, compositions=2) == pytest.approx(
+        acc.eq51_sigma(eps, delta), rel=1e-12
+    )
+    s_z = acc.calibrate_gaussian_sigma(eps, delta, sensitivity=3.0, compositions=5)
+    assert acc.zcdp_to_dp(5 * acc.gaussian_zcdp(s_z, 3.0), delta) == pytest.approx(eps, rel=1e-9)
+    s_c = acc.calibrate_gaussian_sigma(eps, delta, sensitivity=3.0, compositions=5, conversion="cks")
+    s_g = acc.calibrate_gaussian_sigma(eps, delta, sensitivity=3.0, compositions=5, accounting="gdp")
+    assert s_g < s_c < s_z  # GDP is exact for Gaussians, CKS tighter than Prop. 4
+    assert acc.gdp_epsilon(acc.compose_gdp([acc.gdp_mu(s_g, 3.0)] * 5), delta) == pytest.approx(eps, rel=1e-9)
+    with pytest.raises(ValueError, match="accounting"):
+        acc.calibrate_gaussian_sigma(eps, delta, accounting="rdp")
+    with pytest.raises(ValueError, match="compositions"):
+        acc.calibrate_gaussian_sigma(eps, delta, compositions=0)

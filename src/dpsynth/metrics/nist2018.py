@@ -44,6 +44,7 @@ _ENUMERATE_LIMIT = 2_000_000
 
 
 def _rng(seed: int | np.random.Generator | None) -> np.random.Generator:
+    """The generator drawing the random triples / conjunctions of §3.3 (1)-(2); seeds required."""
     if isinstance(seed, np.random.Generator):
         return seed
     if seed is None or isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
@@ -52,6 +53,7 @@ def _rng(seed: int | np.random.Generator | None) -> np.random.Generator:
 
 
 def _check_pair(real: Dataset, synth: Dataset) -> None:
+    """Both datasets non-empty and over the same domain Ω (paper §2.1), else ``ValueError``."""
     for name, ds in (("real", real), ("synth", synth)):
         if not isinstance(ds, Dataset):
             raise ValueError(f"{name} must be a Dataset, got {type(ds).__name__}")
@@ -64,6 +66,7 @@ def _check_pair(real: Dataset, synth: Dataset) -> None:
 
 
 def _count(name: str, value: object) -> int:
+    """A positive integer query count (100 triples / 300 conjunctions in §3.3), else ``ValueError``."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
     return int(value)
@@ -155,6 +158,7 @@ def random_conjunctions(
 
 
 def _conjunction_fractions(ds: Dataset, queries: list[dict[int, np.ndarray]]) -> np.ndarray:
+    """Fraction of (weighted) records satisfying each conjunction ``∧_i t_i ∈ S_i`` (§3.3 (2))."""
     codes = ds.codes
     w = ds.weights
     total = ds.total()

@@ -6,13 +6,16 @@
 - :mod:`.ledger` — :class:`BudgetLedger`, charged before any noise is drawn.
 - :mod:`.mechanisms` — Gaussian/Laplace noise, exponential mechanism,
   report-noisy-max, permute-and-flip; all take an explicit ``numpy.random.Generator``.
-- :mod:`.measure` — Algorithm 1 ("Measure Marginals") and its log of :class:`NoisyMarginal`.
+- :mod:`.measure` — Algorithm 1 ("Measure Marginals"), :func:`measure_marginals`, and its
+  log of :class:`NoisyMarginal` (the function is not re-exported as ``measure`` so that
+  ``dpsynth.privacy.measure`` remains the module).
 
 Seeded DP noise is for reproducing papers, not for production releases.
 """
 
 from .accounting import (
     CONVERSIONS,
+    calibrate_gaussian_sigma,
     compose_gdp,
     compose_rdp,
     compose_zcdp,
@@ -24,6 +27,7 @@ from .accounting import (
     gaussian_rdp,
     gaussian_sigma,
     gaussian_zcdp,
+    gdp_curve,
     gdp_delta,
     gdp_epsilon,
     gdp_mu,
@@ -37,7 +41,7 @@ from .accounting import (
     zcdp_to_dp,
 )
 from .ledger import KINDS, BudgetLedger, Charge
-from .measure import NoisyMarginal, measure, normalise_weights
+from .measure import NoisyMarginal, measure_marginals, normalise_weights
 from .mechanisms import (
     exponential_mechanism,
     gaussian_mechanism,
@@ -51,6 +55,7 @@ __all__ = [
     "KINDS",
     "BudgetLedger",
     "Charge",
+    "calibrate_gaussian_sigma",
     "NoisyMarginal",
     "compose_gdp",
     "compose_rdp",
@@ -65,6 +70,7 @@ __all__ = [
     "gaussian_rdp",
     "gaussian_sigma",
     "gaussian_zcdp",
+    "gdp_curve",
     "gdp_delta",
     "gdp_epsilon",
     "gdp_mu",
@@ -72,7 +78,7 @@ __all__ = [
     "gdp_sigma",
     "gdp_to_zcdp",
     "laplace_mechanism",
-    "measure",
+    "measure_marginals",
     "normalise_weights",
     "permute_and_flip",
     "pure_dp_zcdp",

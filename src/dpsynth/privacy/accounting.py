@@ -46,6 +46,7 @@ from scipy.special import log_ndtr
 
 __all__ = [
     "CONVERSIONS",
+    "calibrate_gaussian_sigma",
     "check_delta",
     "check_epsilon",
     "check_sensitivity",
@@ -61,6 +62,7 @@ __all__ = [
     "gaussian_rdp",
     "gaussian_sigma",
     "gaussian_zcdp",
+    "gdp_curve",
     "gdp_delta",
     "gdp_epsilon",
     "gdp_mu",
@@ -101,6 +103,7 @@ def _positive(name: str, value: object, *, finite: bool = True) -> float:
 
 
 def _nonnegative(name: str, value: object) -> float:
+    """A finite real ≥ 0 (RDP costs γ of Definition 5, zCDP ρ, GDP μ), else ``ValueError``."""
     x = _real(name, value)
     if math.isinf(x) or x < 0:
         raise ValueError(f"{name} must be finite and >= 0, got {x!r}")
@@ -131,12 +134,14 @@ def check_sensitivity(sensitivity: object, name: str = "sensitivity") -> float:
 
 
 def _check_conversion(conversion: str) -> str:
+    """One of :data:`CONVERSIONS` (Prop. 4 or CKS 2020 Cor. 13), else ``ValueError``."""
     if conversion not in CONVERSIONS:
         raise ValueError(f"conversion must be one of {CONVERSIONS}, got {conversion!r}")
     return conversion
 
 
 def _check_alpha(alpha: object) -> float:
+    """A Rényi order α of Definition 5, finite and > 1 (Prop. 4 divides by α - 1)."""
     a = _real("alpha", alpha)
     if not a > 1 or math.isinf(a):
         raise ValueError(f"Rényi order alpha must be finite and > 1, got {a!r}")
@@ -222,6 +227,7 @@ def compose_zcdp(rhos: Iterable[float]) -> float:
 
 
 def _sum_nonneg(name: str, values: Iterable[float]) -> float:
+    """Exactly rounded sum (``math.fsum``) of validated non-negative costs (Prop. 3)."""
     if isinstance(values, (str, bytes)):
         raise ValueError(f"expected an iterable of {name} values, got {values!r}")
     return math.fsum(_nonnegative(name, v) for v in values)
@@ -456,6 +462,12 @@ def gdp_delta(mu: float, epsilon: float) -> float:
     return math.exp(_gdp_log_delta(m, e))
 
 
+def gdp_curve(mu: float, epsilons: Iterable[float]) -> np.ndarray:
+    """The (ε, δ(ε)) privacy curve of μ-GDP at the given ε's (Dong et al. Cor. 2.13): every
+    point of it holds simultaneously. Returns the δ's as an array."""
+    return np.array([gdp_delta(mu, e) for e in epsilons], dtype=np.float64)
+
+
 def gdp_epsilon(mu: float, delta: float) -> float:
     """Smallest ε ≥ 0 with μ-GDP ⇒ (ε, δ)-DP: solves ``gdp_delta(μ, ε) = δ`` (Cor. 2.13).
 
@@ -505,3 +517,31 @@ def gdp_sigma(epsilon: float, delta: float, sensitivity: float = 1.0, compositio
         raise ValueError(f"compositions must be a positive integer, got {compositions!r}")
     mu = gdp_mu_for_dp(epsilon, delta)
     return d * math.sqrt(int(compositions)) / mu
+
+
+def calibrate_gaussian_sigma(
+    epsilon: float,
+    delta: float,
+    *,
+    sensitivity: float = 1.0,
+    compositions: int = 1,
+    accounting: str = "zcdp",
+    conversion: str = "prop4",
+) -> float:
+    """Smallest σ such that ``compositions`` Gaussian measurements (each of L2 sensitivity Δ
+    and noise σ, adaptively composed) are (ε, δ)-DP.
+
+    ``accounting="zcdp"``: ρ = :func:`zcdp_rho` (Prop. 4 or CKS) split evenly, each share
+    ``Δ²/(2σ²)`` (Props. 1, 3) — so ``σ = Δ sqrt(k / (2ρ))``; with k = 2, Δ = 1 and Prop. 4 this
+    is exactly Eq. 5.1. ``accounting="gdp"``: :func:`gdp_sigma` (Dong et al. Thm 2.7,
+    Cor. 3.3, Cor. 2.13), never larger than the zCDP answer.
+    """
+    if accounting not in ("zcdp", "gdp"):
+        raise ValueError(f"accounting must be 'zcdp' or 'gdp', got {accounting!r}")
+    if isinstance(compositions, bool) or not isinstance(compositions, (int, np.integer)) or compositions < 1:
+        raise ValueError(f"compositions must be a positive integer, got {compositions!r}")
+    d = check_sensitivity(sensitivity)
+    if accounting == "gdp":
+        return gdp_sigma(epsilon, delta, d, compositions)
+    rho = zcdp_rho(epsilon, delta, conversion=conversion)
+    return d * math.sqrt(int(compositions) / (2.0 * rho))

@@ -55,6 +55,7 @@ class Charge:
     params: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        """Freeze ``params`` (the Prop. 1 / Prop. 2 parameters the cost was priced from)."""
         object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
 
 
@@ -155,6 +156,7 @@ class BudgetLedger:
         return acc.pure_dp_zcdp(params["epsilon"])
 
     def _check_kind(self, kind: str) -> None:
+        """``kind`` is in :data:`KINDS` and priceable in this currency (GDP: Gaussian only, Thm 2.7)."""
         if kind not in KINDS:
             raise ValueError(f"unknown charge kind {kind!r}; expected one of {KINDS}")
         if self.currency == "gdp" and kind not in _GDP_KINDS:
@@ -165,12 +167,15 @@ class BudgetLedger:
 
     # ------------------------------------------------------------------ state
     def _additive(self, cost: float) -> float:
+        """The quantity that adds under composition: ρ (Prop. 3) or μ² (Dong et al. Cor. 3.3)."""
         return cost if self.currency == "zcdp" else cost * cost
 
     def _total_additive(self) -> float:
+        """The total budget in the additive unit (ρ or μ², Prop. 3 / Cor. 3.3)."""
         return self._additive(self.total)
 
     def _from_additive(self, x: float) -> float:
+        """Back from the additive unit: ρ, or μ = sqrt(Σμ²) (Dong et al. Cor. 3.3)."""
         return x if self.currency == "zcdp" else math.sqrt(max(x, 0.0))
 
     @property
@@ -185,6 +190,7 @@ class BudgetLedger:
 
     @property
     def entries(self) -> tuple[Charge, ...]:
+        """The charges so far, in order (their costs compose by Prop. 3 / Cor. 3.3)."""
         return tuple(self._entries)
 
     def portion(self, fraction: float) -> float:
@@ -234,6 +240,7 @@ class BudgetLedger:
 
     @property
     def _unit(self) -> str:
+        """Name of the currency for messages: zCDP ρ (Prop. 1-3) or GDP μ."""
         return "rho (zCDP)" if self.currency == "zcdp" else "mu (GDP)"
 
     # ------------------------------------------------------------------ reporting
@@ -284,21 +291,27 @@ class BudgetLedger:
             "delta": self.delta,
             "conversion": self.conversion if self.currency == "zcdp" else None,
             "spent_epsilon": self.spent_dp()[0] if self.delta is not None else None,
-            "charges": [
-                {"step": e.step, "label": e.label, "kind": e.kind, "cost": e.cost, **_jsonable(e.params)}
-                for e in self._entries
-            ],
+            "charges": self.records(),
         }
         return out
 
+    def records(self) -> list[dict[str, Any]]:
+        """One JSON-ready dict per charge (``step, label, kind, cost`` and the mechanism
+        parameters) — e.g. for ``SynthesisResult.ledger``; composition as in :meth:`spent`."""
+        return [
+            {"step": e.step, "label": e.label, "kind": e.kind, "cost": e.cost, **_jsonable(e.params)}
+            for e in self._entries
+        ]
+
     def __repr__(self) -> str:
+        """Currency, composed spend and total (Prop. 3 / Cor. 3.3)."""
         return (
-            f"BudgetLedger({self.currency}: spent {self.spent:.6g} of {self.total:.6g}, "
-            f"{len(self._entries)} charge(s))"
+            f"BudgetLedger({self.currency}: spent {self.spent:.6g} of {self.total:.6g}, {len(self._entries)} charge(s))"
         )
 
 
 def _jsonable(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Charge parameters (σ, Δ of Prop. 1; ε of Prop. 2; cliques of Algorithm 1) as JSON values."""
     out = {}
     for k, v in params.items():
         if hasattr(v, "item") and callable(v.item):

@@ -25,7 +25,7 @@ from . import accounting as acc
 from .ledger import BudgetLedger
 from .mechanisms import _check_ledger, _check_rng
 
-__all__ = ["NoisyMarginal", "measure", "normalise_weights"]
+__all__ = ["NoisyMarginal", "measure", "measure_marginals", "normalise_weights"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -51,6 +51,7 @@ class NoisyMarginal:
     weight: float
 
     def __post_init__(self) -> None:
+        """Validate and freeze one Algorithm 1 log entry (σ > 0, w_C > 0, finite ỹ)."""
         clique = (self.clique,) if isinstance(self.clique, str) else tuple(self.clique)
         if not clique or not all(isinstance(a, str) for a in clique):
             raise ValueError(f"clique must be a non-empty tuple of attribute names, got {self.clique!r}")
@@ -84,6 +85,7 @@ class NoisyMarginal:
         return q, self.y, self.sigma, self.clique
 
     def __repr__(self) -> str:
+        """Short summary of the Algorithm 1 log entry (not the noisy values)."""
         return f"NoisyMarginal(clique={self.clique}, cells={self.y.size}, sigma={self.sigma:.6g}, weight={self.weight:.6g})"
 
 
@@ -99,6 +101,7 @@ def normalise_weights(weights: Iterable[float]) -> np.ndarray:
 def _parse_cliques(
     cliques: Sequence[tuple[Sequence[str] | str, float]], data: Dataset
 ) -> tuple[list[tuple[str, ...]], list[float]]:
+    """Split Algorithm 1's input ``[(C, w_C), ...]`` into validated cliques and raw weights."""
     if isinstance(cliques, (str, bytes)) or not isinstance(cliques, Iterable):
         raise ValueError(f"cliques must be a list of (clique, weight) pairs, got {cliques!r}")
     names: list[tuple[str, ...]] = []
@@ -118,7 +121,7 @@ def _parse_cliques(
     return names, weights
 
 
-def measure(
+def measure_marginals(
     data: Dataset,
     cliques: Sequence[tuple[Sequence[str] | str, float]],
     sigma: float,
@@ -173,9 +176,14 @@ def measure(
             label,
             sigma=s,
             sensitivity=1.0,
-            cliques=len(names),
+            cliques=tuple(names),
         )
     return [
         NoisyMarginal(clique=c, y=t + rng.normal(0.0, s, size=t.shape), sigma=s, weight=float(wc))
         for c, t, wc in zip(names, tables, w)
     ]
+
+
+#: Short alias, for ``from dpsynth.privacy.measure import measure``. The package namespace
+#: exports only :func:`measure_marginals`, so ``dpsynth.privacy.measure`` stays the module.
+measure = measure_marginals

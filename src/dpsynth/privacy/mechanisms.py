@@ -41,18 +41,22 @@ _RNM_NOISES = ("gumbel", "exponential", "laplace")
 
 
 def _check_rng(rng: object) -> np.random.Generator:
+    """The explicit generator every noise draw of Definitions 3-4 comes from, else ``ValueError``."""
     if not isinstance(rng, np.random.Generator):
         raise ValueError(f"rng must be an explicit numpy.random.Generator, got {type(rng).__name__}")
     return rng
 
 
 def _check_ledger(ledger: object) -> BudgetLedger | None:
+    """``None`` or a :class:`BudgetLedger` (composition by Prop. 3), else ``ValueError``."""
     if ledger is not None and not isinstance(ledger, BudgetLedger):
         raise ValueError(f"ledger must be a BudgetLedger or None, got {type(ledger).__name__}")
     return ledger
 
 
 def _finite_vector(name: str, values: object) -> np.ndarray:
+    """``values`` as a non-empty finite float array: the query answer ``f(D)`` of Definition 3
+    or the scores ``q(D, r)`` of Definition 4 (NaN/inf → ``ValueError``)."""
     try:
         arr = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -119,6 +123,8 @@ def laplace_mechanism(
 
 # ----------------------------------------------------------------------------- selection
 def _selection_inputs(scores: object, epsilon: float, sensitivity: float, rng: object, ledger: object):
+    """Validate a private selection's inputs (Definition 4 / Prop. 2): 1-d finite scores,
+    ε > 0, Δ > 0, an explicit generator and an optional ledger."""
     q = _finite_vector("scores", scores)
     if q.ndim != 1:
         raise ValueError(f"scores must be a 1-d array of candidate qualities, got shape {q.shape}")
