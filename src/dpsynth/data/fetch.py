@@ -120,7 +120,8 @@ def fetch_file(entry: FileEntry, mirror: str | Path | None = None, force: bool =
         except DataIntegrityError:
             raise
         except Exception as exc:  # network errors come in many types
-            errors.append(f"download from {entry.url} failed ({type(exc).__name__}: {exc})")
+            reason = str(exc).split("(Caused by")[-1].strip(" ()")
+            errors.append(f"download from {entry.url} failed ({type(exc).__name__}: {reason[:160]})")
     raise DataUnavailableError(f"{entry.path}: " + "; ".join(errors))
 
 
