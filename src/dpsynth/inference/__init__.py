@@ -1,7 +1,7 @@
 """inference."""
 
-# Private-PGM (issue 4)
-from .pgm import (  # noqa: E402
+# Private-PGM (issue 4): re-exports
+from .pgm import (  # noqa: E402, F401
     Factor,
     GraphicalModel,
     JunctionTree,

@@ -24,6 +24,20 @@ backtracking (Armijo) line search accepts a step when
 ``L(mu_new) <= L(mu) - 0.5 <grad, mu - mu_new>`` and otherwise halves it,
 and every accepted step lets the next one grow by ``STEP_GROWTH``. Scale-free:
 neither ``N``, ``sigma`` nor the domain sizes need per-dataset settings.
+For the non-smooth L1 loss a line search stalls at the kinks, so L1 uses the
+classical subgradient schedule ``eta_t = eta_0 / sqrt(t + 1)`` (``eta_0`` =
+1 / the largest initial gradient entry) and returns the best iterate.
+
+Acceleration (``method="accelerated"``, the default): the same mirror step is
+taken from an extrapolated point ``y = theta_t + k/(k+3) (theta_t -
+theta_{t-1})`` (Nesterov momentum in the natural parameters, as in FISTA,
+Beck & Teboulle 2009), with the same Armijo line search at ``y`` and an
+adaptive restart (momentum reset whenever the loss would increase;
+O'Donoghue & Candes 2015), so the loss sequence stays monotone. On adult
+with MST's measurements it reaches the optimum of Eq. (4.2) to 1e-5 relative
+in 1,000 iterations, where plain mirror descent needs ~30,000
+(``benchmarks/bench_pgm.py``). ``method="mirror_descent"`` is the plain
+algorithm of the ICML paper.
 
 Speed: measurements are folded into per-clique quadratic terms once
 (identity measurements of the same attribute set become one
@@ -34,6 +48,7 @@ belief propagation is the compiled schedule of :class:`~.inference.BeliefPropaga
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -47,10 +62,10 @@ from .junction_tree import build_junction_tree
 from .measurement import CompiledMeasurement, Measurement, compile_measurements, estimate_total
 from .model import GraphicalModel
 
-__all__ = ["LOSSES", "Objective", "estimate", "evaluate_loss"]
+__all__ = ["LOSSES", "METHODS", "Objective", "estimate", "evaluate_loss"]
 
 LOSSES = ("l2", "l1")
-STEP_GROWTH = 1.25  # growth of the step after an accepted step (Armijo backtracking halves it)
+STEP_GROWTH = 1.1  # growth of the step after an accepted step (Armijo backtracking halves it)
 ARMIJO = 0.5
 MAX_HALVINGS = 60
 
@@ -86,7 +101,6 @@ class Objective:
         self.B = np.zeros(bp.size)
         self.const = 0.0
         self.subs: list[_SubTerm] = []
-        self.full_l1: list[tuple[np.ndarray, np.ndarray, float]] = []  # (slice idx, y/sigma, N/sigma)
         lip = 0.0
         groups: dict[tuple[int, tuple[str, ...]], list[CompiledMeasurement]] = {}
         for m in compiled:
@@ -114,8 +128,11 @@ class Objective:
                 continue
             prec = sum(1.0 / m.sigma**2 for m in ms)
             a = n * n * prec
-            b = n * sum(m.y / m.sigma**2 for m in ms)
-            const = 0.5 * sum(float(m.y @ m.y) / m.sigma**2 for m in ms)
+            ybar = sum(m.y / m.sigma**2 for m in ms) / prec  # precision-weighted mean answer
+            b = n * prec * ybar
+            # loss = 0.5 a ||mu - ybar/N||^2 + const, const = 0.5 sum_m ||y_m - ybar||^2 / sigma_m^2
+            # (written as 0.5 ||grad||^2 / a + const: no cancellation between large terms)
+            const = 0.5 * sum(float((m.y - ybar) @ (m.y - ybar)) / m.sigma**2 for m in ms)
             if not axes:
                 o = bp.offsets
                 self.A[o[c] : o[c + 1]] += a
@@ -125,15 +142,48 @@ class Objective:
                 self.subs.append(_SubTerm(c, axes, a, b.reshape(shape), const))
         self.lipschitz = lip
         self.has_full = bool(np.any(self.A))
+        self.A_inv = np.zeros(bp.size)
+        np.divide(1.0, self.A, out=self.A_inv, where=self.A > 0)
+        self._tmp = np.zeros(bp.size)
+        # identity/L2 sub-clique terms, batched: their marginals are summed into one
+        # buffer, and gradient and loss are computed for all of them in a few vector ops
+        folded = [t for t in self.subs if t.Q is None and loss == "l2"]
+        self.subs = [t for t in self.subs if not (t.Q is None and loss == "l2")]
+        sizes = [int(np.prod(t.b.shape)) for t in folded]
+        off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        self._ps = np.zeros(int(off[-1]))
+        self._g = np.zeros(int(off[-1]))
+        self._a = np.concatenate([np.full(k, t.a) for k, t in zip(sizes, folded)]) if folded else np.zeros(0)
+        self._a_inv = 1.0 / self._a
+        self._b = np.concatenate([t.b.ravel() for t in folded]) if folded else np.zeros(0)
+        self._sub_const = float(sum(t.const for t in folded))
+        self._folded = [
+            (
+                t.clique,
+                t.axes,
+                self._ps[off[i] : off[i + 1]].reshape(t.b.shape),
+                self._g[off[i] : off[i + 1]].reshape(t.b.shape),
+            )
+            for i, t in enumerate(folded)
+        ]
 
     def value_and_grad(self, p_flat: np.ndarray, p: list[np.ndarray], G_flat: np.ndarray, G: list[np.ndarray]) -> float:
         if self.has_full:
             np.multiply(self.A, p_flat, out=G_flat)
             G_flat -= self.B
-            val = 0.5 * (float(p_flat @ G_flat) - float(p_flat @ self.B)) + self.const
+            np.multiply(G_flat, self.A_inv, out=self._tmp)
+            val = 0.5 * float(self._tmp @ G_flat) + self.const
         else:
             G_flat.fill(0.0)
             val = 0.0
+        if self._folded:
+            for c, axes, ps, _ in self._folded:
+                np.sum(p[c], axis=axes, keepdims=True, out=ps)
+            np.multiply(self._a, self._ps, out=self._g)
+            self._g -= self._b
+            val += 0.5 * float((self._g * self._a_inv) @ self._g) + self._sub_const
+            for c, _, _, g in self._folded:
+                G[c] += g
         l1 = self.loss == "l1"
         for t in self.subs:
             pc = p[t.clique]
@@ -151,11 +201,6 @@ class Objective:
                 r = ps * t.a - t.b
                 val += float(np.abs(r).sum())
                 G[t.clique] += np.sign(r) * t.a
-            else:  # identity, L2, folded: grad = a mu - b
-                g = ps * t.a
-                g -= t.b
-                val += 0.5 * (float(np.vdot(ps, g)) - float(np.vdot(ps, t.b))) + t.const
-                G[t.clique] += g
         return val
 
 
@@ -184,6 +229,25 @@ def _initial_theta(bp: BeliefPropagation, warm_start: GraphicalModel | None) -> 
     return theta
 
 
+def _single_threaded_blas():
+    """Context limiting BLAS to one thread while estimating.
+
+    The hot loop's only BLAS calls are dot products of the flat vectors; for
+    ~10^4 cells OpenBLAS spreads them over threads whose spin-waiting costs
+    far more than it saves (measured: 9 ms instead of 0.5 ms of CPU per
+    iteration on a busy 2-core machine). Scoped to the call; a no-op without
+    threadpoolctl.
+    """
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl ships with scikit-learn
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
+
+
+METHODS = ("accelerated", "mirror_descent")
+
+
 def estimate(
     domain: Domain,
     measurements: Sequence[Measurement],
@@ -191,6 +255,7 @@ def estimate(
     iters: int = 1000,
     total: float | None = None,
     loss: str = "l2",
+    method: str = "accelerated",
     warm_start: GraphicalModel | None = None,
     callback: Callable[[int, float, float], bool | None] | None = None,
     progress: bool = False,
@@ -208,23 +273,33 @@ def estimate(
         :class:`~.measurement.Measurement` objects (validated here; errors
         name the measurement).
     iters:
-        Mirror-descent iterations (accepted steps).
+        Iterations (each: one accepted mirror step).
     total:
         Number of records ``N``. ``None``: estimated from the measurements by
-        :func:`~.measurement.estimate_total` (inverse-variance weighted).
+        :func:`~.measurement.estimate_total` (inverse-variance weighted); if
+        none determines it, the warm-start model's total.
     loss:
         ``"l2"`` (``0.5 sum ||(Q mu - y)/sigma||^2``, the Gaussian
-        log-likelihood of Eq. 4.1) or ``"l1"``.
+        log-likelihood of Eq. 4.1) or ``"l1"`` (``sum ||(Q mu - y)/sigma||_1``).
+    method:
+        ``"accelerated"`` (default): mirror descent with Nesterov momentum
+        on the log-potentials and adaptive (function-value) restart; same
+        step-size rule, reaches the optimum in ~10x fewer iterations on
+        MST-like problems, ~2 belief propagations per iteration.
+        ``"mirror_descent"``: the plain algorithm of McKenna et al. (2019,
+        Alg. 1), ~1.3 belief propagations per iteration. Both are monotone.
+        (The L1 loss always uses the subgradient schedule.)
     warm_start:
         A previous model (e.g. AIM's last round): its potentials start the
         descent, and its last step size seeds the line search.
     callback:
-        ``callback(iteration, loss, step_size)`` after each accepted step;
+        ``callback(iteration, loss, step_size)`` after every iteration;
         returning ``True`` stops early.
     progress:
         Show a tqdm progress bar.
     memory_limit_mb:
-        Refuse (``ModelTooLargeError``) if the junction tree needs more.
+        Refuse (``ModelTooLargeError``, a ``ValueError``) if the junction tree
+        needs more than this many MiB (see :func:`~.junction_tree.junction_tree_size`).
     extra_cliques:
         Attribute sets to include in the model's structure without measuring them.
     step_size:
@@ -232,16 +307,80 @@ def estimate(
 
     Returns
     -------
-    GraphicalModel, with ``stats`` holding ``loss_history`` (loss after each
-    iteration), ``step_size``, ``iterations``, ``line_search_evaluations``,
-    ``setup_seconds`` and ``seconds``.
+    GraphicalModel, with ``stats`` holding ``loss_history`` (loss of the
+    iterate after each iteration), ``loss``, ``step_size``, ``iterations``,
+    ``evaluations`` (belief propagations), ``restarts``, ``method``,
+    ``total_estimated``, ``setup_seconds`` and ``seconds``.
     """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    with _single_threaded_blas():
+        return _estimate(
+            domain,
+            measurements,
+            iters=iters,
+            total=total,
+            loss=loss,
+            method=method,
+            warm_start=warm_start,
+            callback=callback,
+            progress=progress,
+            memory_limit_mb=memory_limit_mb,
+            extra_cliques=extra_cliques,
+            step_size=step_size,
+        )
+
+
+class _Evaluator:
+    """Flat buffers + belief propagation + objective: ``evaluate(theta) -> (loss, p, G)``."""
+
+    def __init__(self, bp: BeliefPropagation, obj: Objective) -> None:
+        self.bp, self.obj = bp, obj
+        self._views: dict[int, list[np.ndarray]] = {}
+        self.count = 0
+
+    def buffer(self) -> np.ndarray:
+        a = np.zeros(self.bp.size)
+        self._views[id(a)] = self.bp.views(a)
+        return a
+
+    def adopt(self, a: np.ndarray) -> np.ndarray:
+        self._views[id(a)] = self.bp.views(a)
+        return a
+
+    def __call__(self, theta: np.ndarray, p: np.ndarray, G: np.ndarray) -> float:
+        v = self._views
+        self.bp.calibrate(v[id(theta)], v[id(p)])
+        self.count += 1
+        return self.obj.value_and_grad(p, v[id(p)], G, v[id(G)])
+
+
+def _estimate(
+    domain,
+    measurements,
+    *,
+    iters,
+    total,
+    loss,
+    method,
+    warm_start,
+    callback,
+    progress,
+    memory_limit_mb,
+    extra_cliques,
+    step_size,
+):
     t0 = time.perf_counter()
     if isinstance(iters, bool) or int(iters) != iters or iters < 0:
         raise ValueError(f"iters must be a non-negative integer, got {iters!r}")
+    iters = int(iters)
     compiled = compile_measurements(domain, measurements)
     if not compiled:
         raise ValueError("estimate needs at least one measurement")
+    if warm_start is not None and not isinstance(warm_start, GraphicalModel):
+        raise ValueError(f"warm_start must be a GraphicalModel, got {type(warm_start).__name__}")
+    if warm_start is not None and warm_start.domain != domain:
+        raise ValueError("warm_start model is over a different domain")
     total_estimated = total is None
     if total is None:
         total = estimate_total(compiled)
@@ -253,64 +392,92 @@ def estimate(
     elif not np.isfinite(total) or total <= 0:
         raise ValueError(f"total must be finite and > 0, got {total!r}")
     total = float(total)
-    tree = build_junction_tree(domain, [m.attrs for m in compiled] + [tuple(c) for c in extra_cliques], memory_limit_mb=memory_limit_mb)
+    tree = build_junction_tree(
+        domain, [m.attrs for m in compiled] + [tuple(c) for c in extra_cliques], memory_limit_mb=memory_limit_mb
+    )
     bp = BeliefPropagation(tree)
     obj = Objective(bp, compiled, total, loss)
+    ev = _Evaluator(bp, obj)
 
-    theta = _initial_theta(bp, warm_start)
-    theta_new = np.empty_like(theta)
-    p, p_new = np.empty(bp.size), np.empty(bp.size)
-    G, G_new = np.empty(bp.size), np.empty(bp.size)
-    views = {id(a): bp.views(a) for a in (theta, theta_new, p, p_new, G, G_new)}
-
-    bp.calibrate(views[id(theta)], views[id(p)])
-    val = obj.value_and_grad(p, views[id(p)], G, views[id(G)])
+    theta = ev.adopt(_initial_theta(bp, warm_start))
+    theta_prev, theta_new, theta_y = ev.buffer(), ev.buffer(), ev.buffer()
+    p, p_new, p_y = ev.buffer(), ev.buffer(), ev.buffer()
+    G, G_new, G_y = ev.buffer(), ev.buffer(), ev.buffer()
+    val = ev(theta, p, G)
     if step_size is not None:
         eta = float(step_size)
+        if not np.isfinite(eta) or eta <= 0:
+            raise ValueError(f"step_size must be finite and > 0, got {step_size!r}")
     elif warm_start is not None and "step_size" in warm_start.stats:
         eta = float(warm_start.stats["step_size"])
     else:
         eta = 1.0 / max(obj.lipschitz, 1e-300)
-    history = np.empty(int(iters))
-    evals = 1
+    smooth = obj.loss == "l2"
+    accelerated = smooth and method == "accelerated"
+    eta0 = eta if step_size is not None else 1.0 / max(float(np.abs(G).max()), 1e-300)  # L1 schedule
+    history = np.empty(iters)
     setup = time.perf_counter() - t0
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=int(iters), desc="Private-PGM", unit="it", mininterval=0.5)
-    done = 0
-    for t in range(int(iters)):
-        gp = float(G @ p)
-        for _ in range(MAX_HALVINGS):
+        bar = tqdm(total=iters, desc="Private-PGM", unit="it", mininterval=0.5)
+    done, k, restarts = 0, 0, 0
+    best_val, best_theta = val, None
+    for t in range(iters):
+        moved = True
+        if smooth:
+            if accelerated and k > 0:
+                # Nesterov extrapolation of the log-potentials: y = theta + k/(k+3) (theta - theta_prev)
+                np.subtract(theta, theta_prev, out=theta_y)
+                theta_y *= k / (k + 3.0)
+                theta_y += theta
+                ty, val_y = theta_y, ev(theta_y, p_y, G_y)
+                py, Gy = p_y, G_y
+            else:
+                ty, py, Gy, val_y = theta, p, G, val
+            gp = float(Gy @ py)
+            for _ in range(MAX_HALVINGS):  # Armijo backtracking from y
+                np.multiply(Gy, -eta, out=theta_new)
+                theta_new += ty
+                new_val = ev(theta_new, p_new, G_new)
+                decrease = gp - float(Gy @ p_new)  # <grad, mu_y - mu_new>
+                if new_val <= val_y - ARMIJO * max(decrease, 0.0) or (new_val <= val_y and decrease <= 0):
+                    break
+                eta *= 0.5
+            else:  # no acceptable step: (numerically) optimal
+                break
+            if accelerated and new_val > val:  # adaptive restart (O'Donoghue & Candes 2015)
+                k, moved = 0, False
+                restarts += 1
+            eta *= STEP_GROWTH
+        else:
+            eta = eta0 / np.sqrt(t + 1.0)
             np.multiply(G, -eta, out=theta_new)
             theta_new += theta
-            bp.calibrate(views[id(theta_new)], views[id(p_new)])
-            new_val = obj.value_and_grad(p_new, views[id(p_new)], G_new, views[id(G_new)])
-            evals += 1
-            decrease = gp - float(G @ p_new)  # <grad, mu - mu_new>
-            if new_val <= val - ARMIJO * max(decrease, 0.0) or (new_val <= val and decrease <= 0):
-                break
-            eta *= 0.5
-        else:  # no acceptable step: the iterate is (numerically) optimal
-            history = history[:t]
-            break
-        theta, theta_new = theta_new, theta
-        p, p_new = p_new, p
-        G, G_new = G_new, G
-        val = new_val
+            new_val = ev(theta_new, p_new, G_new)
+        if moved:
+            theta_prev, theta, theta_new = theta, theta_new, theta_prev
+            p, p_new = p_new, p
+            G, G_new = G_new, G
+            val = new_val
+            k += 1
+            if not smooth and val < best_val:
+                best_val, best_theta = val, theta.copy()
         history[t] = val
         done = t + 1
-        eta *= STEP_GROWTH
         if bar is not None and (t % 50 == 49 or t == iters - 1):
             bar.update(t + 1 - bar.n)
-            bar.set_postfix(loss=f"{val:.4g}", refresh=False)
+            bar.set_postfix(loss=f"{val:.6g}", refresh=False)
         if callback is not None and callback(t, val, eta):
-            history = history[: t + 1]
             break
     if bar is not None:
         bar.close()
-    # renormalise the potentials (shift log Z into the root) for a tidy parameter vector
+    if not smooth:  # non-monotone subgradient method: keep the best iterate
+        if best_theta is not None:
+            theta = ev.adopt(best_theta)
+        val = best_val
+    # shift log Z into the root's potential (a tidy, normalised parameter vector)
     th_views = bp.views(theta)
     log_z = bp.calibrate(th_views, bp.views(p_new))
     th_views[tree.root] -= log_z
@@ -318,12 +485,14 @@ def estimate(
     model.stats.update(
         loss_history=history[:done],
         loss=float(val),
-        step_size=float(eta),
+        step_size=float(eta) if smooth else float(eta0),
         iterations=done,
-        line_search_evaluations=evals,
+        evaluations=ev.count,
+        restarts=restarts,
+        method=method if smooth else "subgradient",
+        total_estimated=total_estimated,
         setup_seconds=setup,
         seconds=time.perf_counter() - t0,
-        total_estimated=total_estimated,
     )
     return model
 

@@ -9,7 +9,8 @@ Private-PGM's marginal inference, McKenna, Sheldon & Miklau, ICML 2019, §3).
 
 All axis bookkeeping (transposes to a target order, size-1 axes for
 broadcasting, sums with reordering) goes through one function, :func:`align`,
-built on ``einsum`` subscripts; nothing else in the package permutes axes by
+built on ``einsum`` subscripts (its sibling :func:`contract` does sum-products
+of several tables the same way); nothing else in the package permutes axes by
 hand. Arrays are numpy by default; torch tensors are accepted too (the same
 code runs on them through the small backend shim :func:`backend`), which is
 useful for large models on a GPU.
@@ -23,7 +24,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-__all__ = ["Factor", "align", "backend", "logsumexp"]
+__all__ = ["Factor", "align", "backend", "contract", "logsumexp"]
 
 _LETTERS = string.ascii_letters
 
@@ -120,6 +121,35 @@ def align(values, src: Sequence[str], dst: Sequence[str], *, reduce: bool = Fals
     return values.reshape(shape)
 
 
+def contract(operands: Sequence[tuple[Sequence[str], object]], out: Sequence[str]):
+    """Sum-product of probability-space tables: ``sum over all other attributes of
+    the product of the operands``, with axes ``out`` (variable elimination as one
+    ``einsum``; numpy picks the elimination order with its greedy path optimiser).
+
+    ``operands`` are ``(attrs, array)`` pairs. Like :func:`align`, this builds the
+    einsum subscripts from attribute names — the only other place that does.
+
+    >>> a = np.array([[1.0, 2.0], [3.0, 4.0]])
+    >>> contract([(("x", "y"), a), (("y",), np.array([1.0, 0.0]))], ("x",)).tolist()
+    [1.0, 3.0]
+    """
+    out = tuple(out)
+    names = dict.fromkeys(a for attrs, _ in operands for a in attrs)
+    missing = [a for a in out if a not in names]
+    if missing:
+        raise ValueError(f"contract: output attribute(s) {missing} in no operand")
+    if len(names) > len(_LETTERS):
+        raise ValueError(f"contract: {len(names)} attributes exceed einsum's {len(_LETTERS)} letters")
+    letter = {a: _LETTERS[i] for i, a in enumerate(names)}
+    subs = ",".join("".join(letter[a] for a in attrs) for attrs, _ in operands)
+    xp = backend(operands[0][1])
+    arrays = [arr for _, arr in operands]
+    sub = subs + "->" + "".join(letter[a] for a in out)
+    if xp.name == "numpy":
+        return np.einsum(sub, *arrays, optimize="greedy")
+    return xp.einsum(sub, *arrays)
+
+
 def logsumexp(values, axis=None, keepdims: bool = False):
     """Numerically stable ``log(sum(exp(values)))`` over ``axis`` (numpy or torch).
 
@@ -132,7 +162,11 @@ def logsumexp(values, axis=None, keepdims: bool = False):
         return values
     m = xp.amax(values, axis=axis, keepdims=True)
     m = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
-    out = xp.log(xp.sum(xp.exp(values - m), axis=axis, keepdims=True)) + m
+    if xp.name == "numpy":
+        with np.errstate(divide="ignore"):
+            out = np.log(np.sum(np.exp(values - m), axis=axis, keepdims=True)) + m
+    else:
+        out = xp.log(xp.sum(xp.exp(values - m), axis=axis, keepdims=True)) + m
     if not keepdims:
         if axis is None:
             out = out.reshape(())
@@ -171,7 +205,9 @@ class Factor:
         if len(set(attrs)) != len(attrs):
             raise ValueError(f"factor attributes repeat: {list(attrs)}")
         if values.ndim != len(attrs):
-            raise ValueError(f"factor over {list(attrs)} needs {len(attrs)} axes, values have shape {tuple(values.shape)}")
+            raise ValueError(
+                f"factor over {list(attrs)} needs {len(attrs)} axes, values have shape {tuple(values.shape)}"
+            )
         self.attrs = attrs
         self.values = values
 

@@ -15,7 +15,9 @@ oracle ``M_C(P_theta)`` of Eq. (4.2) in the NIST-MST/MST paper, §4.2):
   parent's separator marginal times the child's conditional
   ``P(x_{C\\S} | x_S)``, which the collect pass already computed (Hugin-style
   distribution; one ``exp`` per clique per call, and the conditional's
-  denominator is >= 1 so the division is safe).
+  denominator is >= 1 so the division is safe). Conditionals are floored at
+  ``exp(LOG_FLOOR)`` and separator probabilities at ``PROB_FLOOR``, so no
+  underflow or subnormal number (10-100x slower arithmetic) ever appears.
 
 Marginals of attribute sets inside no clique (Example 2 of the paper) come
 from :func:`variable_elimination` over the calibrated clique and separator
@@ -28,10 +30,17 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .factor import Factor, align
+from .factor import Factor, align, contract
 from .junction_tree import JunctionTree
 
 __all__ = ["BeliefPropagation", "marginal", "variable_elimination"]
+
+# Numerical floor against subnormal floats (which slow x86 arithmetic ~100x): inside
+# ``calibrate`` a conditional ``P(x_{C\\S} | x_S)`` is never below exp(LOG_FLOOR) relative to
+# the largest entry of its slice, and a separator probability never below PROB_FLOOR (1e-150).
+# Both are far below anything a count can show; exactness tests are unaffected.
+LOG_FLOOR = -250.0
+PROB_FLOOR = 1e-150
 
 
 class BeliefPropagation:
@@ -68,6 +77,7 @@ class BeliefPropagation:
             to_child = tuple(dom[a].size if a in sep else 1 for a in cl)
             down.append((c, p, p_axes, to_child))
         self._up, self._down = up, down
+        self._scratch = self.views(np.empty(self.size))
 
     def views(self, flat: np.ndarray) -> list[np.ndarray]:
         """Per-clique shaped views into a flat vector of length ``self.size``."""
@@ -75,37 +85,45 @@ class BeliefPropagation:
         return [flat[o[i] : o[i + 1]].reshape(s) for i, s in enumerate(self.shapes)]
 
     def calibrate(self, theta: Sequence[np.ndarray], out: Sequence[np.ndarray]) -> float:
-        """Clique marginals (probabilities) of ``P_theta`` into ``out``; returns ``log Z``."""
+        """Clique marginals (probabilities) of ``P_theta`` into ``out``; returns ``log Z``.
+
+        Uses per-clique scratch buffers owned by this object (not re-entrant).
+        """
+        buf = self._scratch
         acc = list(theta)
         owned = [False] * len(acc)
-        cond_e: list = [None] * len(acc)
         cond_s: list = [None] * len(acc)
         for c, p, axes, to_parent in self._up:
             x = acc[c]
             mx = x.max(axis=axes, keepdims=True)
-            e = x - mx if not owned[c] else np.subtract(x, mx, out=x)
+            e = buf[c]
+            np.subtract(x, mx, out=e)
+            np.maximum(e, LOG_FLOOR, out=e)
             np.exp(e, out=e)
             s = e.sum(axis=axes, keepdims=True)
-            cond_e[c], cond_s[c] = e, s
+            cond_s[c] = s
             msg = np.log(s)
             msg += mx
             msg = msg.reshape(to_parent)
             if owned[p]:
                 acc[p] += msg
             else:
-                acc[p] = acc[p] + msg
+                acc[p] = np.add(acc[p], msg, out=buf[p])
                 owned[p] = True
         r = self.root
         x = acc[r]
         mx = x.max()
-        e = x - mx if not owned[r] else np.subtract(x, mx, out=x)
+        e = buf[r]
+        np.subtract(x, mx, out=e)
+        np.maximum(e, LOG_FLOOR, out=e)
         np.exp(e, out=e)
         z = e.sum()
         np.multiply(e, 1.0 / z, out=out[r])
         for c, p, axes, to_child in self._down:
             ps = out[p].sum(axis=axes).reshape(to_child)
             ps /= cond_s[c]
-            np.multiply(cond_e[c], ps, out=out[c])
+            np.maximum(ps, PROB_FLOOR, out=ps)
+            np.multiply(buf[c], ps, out=out[c])
         return float(np.log(z) + mx)
 
 
@@ -127,7 +145,7 @@ def variable_elimination(factors: list[Factor], keep: Sequence[str], sizes: dict
     elim = {a for f in factors for a in f.attrs} - set(keep)
     while elim:
 
-        def cost(v):
+        def cost(v, factors=factors):
             scope = {a for f in factors if v in f.attrs for a in f.attrs}
             return float(np.prod([sizes[a] for a in scope])), v
 
@@ -148,12 +166,26 @@ def variable_elimination(factors: list[Factor], keep: Sequence[str], sizes: dict
     return prod.transpose(keep).normalize()
 
 
-def marginal(tree: JunctionTree, probs: Sequence[np.ndarray], attrs: Sequence[str]) -> np.ndarray:
+def marginal(
+    tree: JunctionTree,
+    probs: Sequence[np.ndarray],
+    attrs: Sequence[str],
+    *,
+    method: str = "einsum",
+    cache: dict | None = None,
+) -> np.ndarray:
     """Probability table over ``attrs`` (in the given order) of the calibrated model.
 
-    Inside a clique: a sum over that clique's marginal. Otherwise: variable
-    elimination on ``prod_C mu_C / prod_S mu_S`` over the smallest covering
-    subtree (exact by the junction-tree factorisation).
+    Inside a clique: a sum over that clique's marginal. Otherwise variable
+    elimination over the smallest covering subtree ``T`` of the junction tree,
+    using the junction-tree factorisation ``P(x_T) = mu_R prod_{C != R} P(x_{C\\S_C} | x_{S_C})``
+    (``R`` the subtree's top clique, ``S_C`` the separator to the parent):
+    ``method="einsum"`` (default) contracts those probability tables in one
+    optimised ``einsum`` (:func:`~.factor.contract`); ``method="log"`` runs
+    log-space :func:`variable_elimination` on ``log mu_C - log mu_S`` (slower,
+    for checking; also the fallback when the subtree has more than 52 attributes).
+    ``cache`` (a dict owned by the caller, e.g. the model) keeps the conditional
+    tables between calls.
     """
     attrs = tuple(attrs)
     if not attrs:
@@ -162,6 +194,28 @@ def marginal(tree: JunctionTree, probs: Sequence[np.ndarray], attrs: Sequence[st
     if i is not None:
         return np.ascontiguousarray(align(probs[i], tree.cliques[i], attrs, reduce=True))
     sub = set(tree.covering_subtree(attrs))
+    n_attrs = len({a for c in sub for a in tree.cliques[c]})
+    if method == "einsum" and n_attrs <= 52:
+        ops = []
+        for c in sorted(sub):
+            p = tree.parent[c]
+            sep = tree.separator(c) if p >= 0 and p in sub else ()
+            if sep:
+                cond = cache.get(c) if cache is not None else None
+                if cond is None:
+                    ps = align(probs[c], tree.cliques[c], sep, reduce=True)
+                    inv = np.zeros_like(ps)
+                    np.divide(1.0, ps, out=inv, where=ps > 0)
+                    cond = probs[c] * align(inv, sep, tree.cliques[c])
+                    if cache is not None:
+                        cache[c] = cond
+                ops.append((tree.cliques[c], cond))
+            else:
+                ops.append((tree.cliques[c], probs[c]))
+        out = contract(ops, attrs)
+        return np.ascontiguousarray(out / max(out.sum(), 1e-300))
+    if method not in ("einsum", "log"):
+        raise ValueError(f"method must be 'einsum' or 'log', got {method!r}")
     factors = []
     for c in sorted(sub):
         factors.append(Factor.from_probabilities(tree.cliques[c], probs[c]))

@@ -14,6 +14,7 @@ array is allocated, which is what AIM's size-limited candidate filter needs.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -39,21 +40,21 @@ class ModelTooLargeError(ValueError):
 
 
 def _cells(domain: Domain, attrs: Iterable[str]) -> int:
-    return int(np.prod([domain[a].size for a in attrs], dtype=np.float64))
+    return math.prod(domain[a].size for a in attrs)
 
 
-def _model_graph(domain: Domain, cliques: Iterable[Sequence[str]]) -> nx.Graph:
-    g = nx.Graph()
-    g.add_nodes_from(domain.names)
+def _model_graph(domain: Domain, cliques: Iterable[Sequence[str]]) -> dict[str, set[str]]:
+    """Adjacency sets of the model's graph: an edge between every two attributes of a clique."""
+    adj: dict[str, set[str]] = {a: set() for a in domain.names}
     for cl in cliques:
         cl = domain.check_attrs(cl, "clique")
-        for i, a in enumerate(cl):
-            for b in cl[i + 1 :]:
-                g.add_edge(a, b)
-    return g
+        for a in cl:
+            adj[a].update(cl)
+            adj[a].discard(a)
+    return adj
 
 
-def triangulate(domain: Domain, graph: nx.Graph, heuristic: str = "min_fill") -> tuple[list[str], list[frozenset]]:
+def triangulate(domain: Domain, graph, heuristic: str = "min_fill") -> tuple[list[str], list[frozenset]]:
     """Greedy vertex elimination (Koller & Friedman 2009, Alg. 9.4).
 
     At each step eliminate the vertex with the best score, connect its
@@ -63,12 +64,15 @@ def triangulate(domain: Domain, graph: nx.Graph, heuristic: str = "min_fill") ->
     endpoints' domain sizes), ``min_weight`` (fewest cells in the formed
     clique). Ties are broken by domain order, so the result is deterministic.
 
-    Returns the elimination order and the maximal cliques of the chordal
-    completion.
+    ``graph`` is a networkx graph or a dict of adjacency sets. Returns the
+    elimination order and the maximal cliques of the chordal completion.
     """
     if heuristic not in HEURISTICS:
         raise ValueError(f"unknown triangulation heuristic {heuristic!r}; choose from {HEURISTICS}")
-    adj = {v: set(graph.neighbors(v)) for v in graph.nodes}
+    if isinstance(graph, nx.Graph):
+        adj = {v: set(graph.neighbors(v)) for v in graph.nodes}
+    else:
+        adj = {v: set(nb) for v, nb in graph.items()}
     size = {v: domain[v].size for v in adj}
     rank = {v: domain.index(v) for v in adj}
     order: list[str] = []
@@ -78,7 +82,7 @@ def triangulate(domain: Domain, graph: nx.Graph, heuristic: str = "min_fill") ->
         best, best_key = None, None
         for v in remaining:
             nb = adj[v]
-            cells = size[v] * float(np.prod([size[u] for u in nb])) if nb else float(size[v])
+            cells = size[v] * math.prod(size[u] for u in nb)
             if heuristic == "min_weight":
                 key = (cells, rank[v])
             else:
@@ -240,7 +244,9 @@ def build_junction_tree(
     heuristic: str = "auto",
     memory_limit_mb: float | None = None,
 ) -> JunctionTree:
-    """Junction tree of the graphical model with one factor per clique.
+    """Junction tree of the graphical model with one factor per clique (Fact 1,
+    NIST-MST/MST paper §4.2; construction of Koller & Friedman 2009, §10.4.2:
+    triangulate, take maximal cliques, maximum spanning tree on separator sizes).
 
     ``heuristic="auto"`` tries every greedy heuristic of :func:`triangulate`
     and keeps the triangulation with the fewest total cells ("min-fill or
@@ -271,7 +277,9 @@ def build_junction_tree(
     return JunctionTree(domain, tuple(cl), parent, bfs, tuple(order))
 
 
-def junction_tree_size(domain: Domain, cliques: Iterable[Sequence[str]], *, heuristic: str = "auto") -> tuple[int, float]:
+def junction_tree_size(
+    domain: Domain, cliques: Iterable[Sequence[str]], *, heuristic: str = "auto"
+) -> tuple[int, float]:
     """``(cells, MiB)`` of the junction tree for ``cliques`` — no arrays allocated.
 
     Cheap enough to call for every candidate clique in AIM's selection step.

@@ -87,7 +87,7 @@ class Measurement:
                 raise ValueError(f"{label}: y must be a 1-D vector, got shape {y.shape}")
         bad = np.flatnonzero(~np.isfinite(y))
         if bad.size:
-            raise ValueError(f"{label}: y[{int(bad[0])}] is {y[bad[0]]!r}; all answers must be finite")
+            raise ValueError(f"{label}: y[{int(bad[0])}] is {float(y[bad[0]])}; all answers must be finite")
         y = y.copy()
         y.setflags(write=False)
         object.__setattr__(self, "y", y)
@@ -96,7 +96,9 @@ class Measurement:
             try:
                 q = np.asarray(q, dtype=np.float64)
             except (TypeError, ValueError):
-                raise ValueError(f"{label}: query must be None, a matrix or a callable, got {type(self.query).__name__}") from None
+                raise ValueError(
+                    f"{label}: query must be None, a matrix or a callable, got {type(self.query).__name__}"
+                ) from None
             if q.ndim != 2:
                 raise ValueError(f"{label}: query matrix must be 2-D, got shape {q.shape}")
             object.__setattr__(self, "query", q)
@@ -205,7 +207,11 @@ def compile_measurements(domain: Domain, measurements: Sequence[Measurement]) ->
         if w is not None:
             out.append(CompiledMeasurement(canon, "identity", (m.y / w)[perm], m.sigma / abs(w), None, label))
             continue
-        qc = sp.csr_matrix(q, dtype=np.float64)[:, perm] if not np.array_equal(perm, np.arange(n)) else sp.csr_matrix(q, dtype=np.float64)
+        qc = (
+            sp.csr_matrix(q, dtype=np.float64)[:, perm]
+            if not np.array_equal(perm, np.arange(n))
+            else sp.csr_matrix(q, dtype=np.float64)
+        )
         if not np.all(np.isfinite(qc.data)):
             raise ValueError(f"{label}: Q has non-finite entries")
         out.append(CompiledMeasurement(canon, "matrix", m.y.copy(), m.sigma, qc, label))
@@ -214,6 +220,10 @@ def compile_measurements(domain: Domain, measurements: Sequence[Measurement]) ->
 
 def estimate_total(compiled: Sequence[CompiledMeasurement]) -> float | None:
     """Inverse-variance weighted estimate of the number of records.
+
+    (The papers leave the total to the implementation; this is the minimum-
+    variance unbiased combination of the per-measurement estimates below,
+    used by :func:`~.estimation.estimate` when ``total`` is not given.)
 
     Each measurement whose row space contains the all-ones functional gives
     an unbiased estimate ``v . y`` of the total (``Q^T v = 1``; for the

@@ -43,12 +43,21 @@ class GraphicalModel:
     def __post_init__(self) -> None:
         if not np.isfinite(self.total) or self.total <= 0:
             raise ValueError(f"model total must be finite and > 0, got {self.total!r}")
+        if len(self.theta) != len(self.tree.cliques):
+            raise ValueError(f"theta has {len(self.theta)} tables for {len(self.tree.cliques)} cliques")
+        self.theta = [np.asarray(t, dtype=np.float64) for t in self.theta]
         self._bp = BeliefPropagation(self.tree)
+        for c, t, shape in zip(self.tree.cliques, self.theta, self._bp.shapes):
+            if t.shape != shape:
+                raise ValueError(f"theta for clique {c} has shape {t.shape}, expected {shape}")
+            if not np.all(np.isfinite(t)):
+                raise ValueError(f"theta for clique {c} has non-finite entries")
         flat = np.empty(self._bp.size)
         self._probs = self._bp.views(flat)
         self.log_partition = self._bp.calibrate(self.theta, self._probs)
         for p in self._probs:
             p.setflags(write=False)
+        self._cond_cache: dict = {}  # P(x_{C\\S} | x_S) per clique, filled by ``probabilities``
 
     # -- construction ------------------------------------------------------
     @classmethod
@@ -80,7 +89,7 @@ class GraphicalModel:
     def probabilities(self, attrs: Sequence[str] | str) -> np.ndarray:
         """``P_theta`` marginal over ``attrs`` (in the order given), summing to one."""
         attrs = self.domain.check_attrs(attrs, "marginal attributes")
-        return marginal(self.tree, self._probs, attrs)
+        return marginal(self.tree, self._probs, attrs, cache=self._cond_cache)
 
     def project(self, attrs: Sequence[str] | str) -> np.ndarray:
         """Estimated marginal counts ``N * M_attrs(P_theta)``, shape ``domain.project(attrs).shape``.
@@ -114,7 +123,9 @@ class GraphicalModel:
                 done.append(a)
         return plan
 
-    def synthetic_data(self, n: int | None = None, rng: np.random.Generator | None = None, method: str = "round") -> Dataset:
+    def synthetic_data(
+        self, n: int | None = None, rng: np.random.Generator | None = None, method: str = "round"
+    ) -> Dataset:
         """``n`` synthetic records (default: the model total, rounded).
 
         ``method="round"`` is Algorithm 8 of the NIST-MST/MST paper
