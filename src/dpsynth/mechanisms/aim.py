@@ -1,0 +1,316 @@
+"""AIM — the adaptive, workload-aware mechanism (McKenna, Mullins, Sheldon & Miklau,
+VLDB 2022; ``../shared/design/NOTES.md`` §3), on our Private-PGM engine and ledger.
+
+Workload ``W`` (default: every 3-way marginal, weight 1). Candidates are the downward
+closure of ``W``; candidate ``r`` has weight ``w_r = Σ_{s∈W} |r ∩ s|`` (AIM §4,
+"workload-aware candidate scoring").
+
+1. **Calibrate**: ρ = largest zCDP budget that is (ε, δ)-DP (CKS conversion, as the
+   authors' ``cdp_rho``); ``T = rounds`` (default ``16 d``); initial noise
+   ``σ = sqrt(T / (2 · 0.9 · ρ))`` and selection budget ``ε = sqrt(8 · 0.1 · ρ / T)``
+   (AIM Alg. 2 lines 1–3, ``alpha = 0.9``).
+2. **MEASURE** every one-way marginal with Gaussian noise σ (Prop. 1, ``1/(2σ²)`` each);
+   fit Private-PGM (Eq. 4.2).
+3. **Repeat** until the budget is spent (AIM Alg. 2 lines 5–19):
+
+   - if what remains is less than two rounds' worth, spend all of it in this last
+     round (``σ = sqrt(1/(2·0.9·rem))``, ``ε = sqrt(8·0.1·rem)``);
+   - **SELECT** with the exponential mechanism (Definition 4, Prop. 2, ``ε²/8``) among
+     candidates whose addition keeps the junction tree under
+     ``max_model_size · (ρ spent / ρ)`` MB (or that already fit in the model), quality
+     ``q_r = w_r (||M_r(D) − M_r(p̂)||_1 − sqrt(2/π) σ n_r)`` with sensitivity ``max w_r``;
+   - **MEASURE** it with σ (Prop. 1);
+   - re-fit Private-PGM, warm-started from the last model;
+   - **anneal**: if the model's answer on the new marginal moved by less than the
+     expected noise ``sqrt(2/π) σ n_r`` in L1, halve σ and double ε.
+4. **GENERATE**: a final fit (``final_iters``) and Algorithms 7–8 of the NIST-MST paper.
+
+Every selection and measurement is charged to the ledger before its noise is drawn.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..dataset import Dataset
+from ..domain import Domain
+from ..inference.pgm import Measurement, estimate, junction_tree_size
+from ..privacy import BudgetLedger, exponential_mechanism, gaussian_mechanism
+from .base import SynthesisResult, check_privacy_params
+
+__all__ = ["AIM", "all_kway", "workload_candidates"]
+
+ALPHA = 0.9  # share of each round's budget spent on measurement (AIM paper, Alg. 2)
+
+
+def all_kway(domain: Domain, k: int = 3) -> list[tuple[str, ...]]:
+    """Every ``k``-way attribute set of ``domain`` (the default workload is ``k = 3``)."""
+    if not 1 <= k <= len(domain):
+        raise ValueError(f"k must be in 1..{len(domain)}, got {k}")
+    return list(itertools.combinations(domain.names, k))
+
+
+def _downward_closure(cliques: Sequence[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    out: dict[tuple[str, ...], None] = {}
+    for c in cliques:
+        for r in range(1, len(c) + 1):
+            for s in itertools.combinations(c, r):
+                out[s] = None
+    return sorted(out, key=len)
+
+
+def workload_candidates(
+    domain: Domain, workload: Sequence[tuple[tuple[str, ...], float]]
+) -> dict[tuple[str, ...], float]:
+    """AIM's candidate set: the downward closure of the workload, candidate ``r`` weighted
+    ``Σ_{(s, c_s) ∈ W} c_s |r ∩ s|`` (the authors' ``compile_workload`` with weights)."""
+    canon = [(domain.canonical(s), float(c)) for s, c in workload]
+    cands = _downward_closure([s for s, _ in canon])
+    return {r: sum(c * len(set(r) & set(s)) for s, c in canon) for r in cands}
+
+
+@dataclass(frozen=True)
+class AIM:
+    """AIM with the published defaults.
+
+    Parameters
+    ----------
+    workload:
+        Attribute sets (default ``None``: all 3-way marginals), optionally with weights
+        as ``((clique, weight), ...)``.
+    rounds:
+        ``T`` (default ``16 · d``).
+    max_model_size:
+        Junction-tree size cap in MB (default 80).
+    iters, final_iters:
+        Private-PGM iterations per round (1000) and for the final model (2500).
+    conversion:
+        zCDP → (ε, δ) conversion for ρ (``"cks"``, as the authors; or ``"prop4"``).
+    """
+
+    workload: tuple | None = None
+    rounds: int | None = None
+    max_model_size: float = 80.0
+    iters: int = 1000
+    final_iters: int = 2500
+    conversion: str = "cks"
+    synthetic_records: int | None = None
+    verbose: bool = False
+
+    name = "aim"
+
+    def __post_init__(self) -> None:
+        if self.workload is not None:
+            object.__setattr__(self, "workload", tuple(self.workload))
+        if self.rounds is not None and (
+            isinstance(self.rounds, bool) or not isinstance(self.rounds, int) or self.rounds < 1
+        ):
+            raise ValueError(f"rounds must be a positive integer, got {self.rounds!r}")
+        if not (math.isfinite(self.max_model_size) and self.max_model_size > 0):
+            raise ValueError(f"max_model_size must be > 0 (MB), got {self.max_model_size!r}")
+        for f in ("iters", "final_iters"):
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{f} must be a positive integer, got {v!r}")
+
+    def parameters(self) -> dict:
+        return {
+            "workload": None
+            if self.workload is None
+            else [list(c) if not _weighted(c) else [list(c[0]), c[1]] for c in self.workload],
+            "rounds": self.rounds,
+            "max_model_size": self.max_model_size,
+            "iters": self.iters,
+            "final_iters": self.final_iters,
+            "conversion": self.conversion,
+            "synthetic_records": self.synthetic_records,
+        }
+
+    def compiled_workload(self, domain: Domain) -> list[tuple[tuple[str, ...], float]]:
+        """The workload as validated ``(clique, weight)`` pairs (``ValueError`` on unknown attributes)."""
+        if self.workload is None:
+            return [(c, 1.0) for c in all_kway(domain, min(3, len(domain)))]
+        out = []
+        for i, item in enumerate(self.workload):
+            clique, w = (item[0], item[1]) if _weighted(item) else (item, 1.0)
+            if isinstance(clique, str):
+                clique = (clique,)
+            clique = tuple(clique)
+            if not clique:
+                raise ValueError(f"workload[{i}] is empty")
+            domain.check_attrs(clique, f"workload[{i}]")
+            if not (math.isfinite(float(w)) and float(w) >= 0):
+                raise ValueError(f"workload[{i}] weight must be finite and >= 0, got {w!r}")
+            out.append((clique, float(w)))
+        if not out:
+            raise ValueError("workload is empty")
+        return out
+
+    def run(
+        self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, **_: object
+    ) -> SynthesisResult:
+        check_privacy_params(epsilon, delta)
+        if not isinstance(rng, np.random.Generator):
+            raise ValueError("rng must be an explicit numpy.random.Generator")
+        if not isinstance(data, Dataset) or len(data) == 0:
+            raise ValueError("data must be a non-empty Dataset")
+        dom = data.domain
+        workload = self.compiled_workload(dom)
+        t0 = time.perf_counter()
+        times: dict[str, float] = {"select": 0.0, "estimate": 0.0}
+        ledger = BudgetLedger.from_dp(epsilon, delta, conversion=self.conversion)
+        rho = ledger.total
+        T = self.rounds or 16 * len(dom)
+        if T < len(dom):
+            # the d one-way measurements alone cost d * 0.9 rho / T: T < d leaves nothing for the rounds
+            raise ValueError(f"rounds must be >= the number of attributes ({len(dom)}), got {T}")
+        candidates = workload_candidates(dom, workload)
+        answers = {c: data.marginal(c, flatten=True).astype(np.float64) for c in candidates}
+        sigma = math.sqrt(T / (2 * ALPHA * rho))
+        eps = math.sqrt(8 * (1 - ALPHA) * rho / T)
+
+        # MEASURE the one-way marginals
+        measurements: list[Measurement] = []
+        measured: list[tuple[str, ...]] = []
+        for a in dom.names:
+            x = data.marginal((a,), flatten=True).astype(np.float64)
+            y = gaussian_mechanism(x, sigma=sigma, l2_sensitivity=1.0, rng=rng, ledger=ledger, label=f"measure ({a},)")
+            measurements.append(Measurement((a,), None, y, sigma))
+            measured.append((a,))
+        te = time.perf_counter()
+        model = estimate(dom, measurements, iters=self.iters)
+        times["estimate"] += time.perf_counter() - te
+
+        trace = []
+        t = 0
+        terminate = False
+        while not terminate:
+            t += 1
+            if ledger.remaining < 2 * (0.5 / sigma**2 + eps**2 / 8):
+                rem = ledger.remaining
+                sigma = math.sqrt(1 / (2 * ALPHA * rem))
+                eps = math.sqrt(8 * (1 - ALPHA) * rem)
+                terminate = True
+            spent_after = ledger.spent + eps**2 / 8 + 0.5 / sigma**2
+            size_limit = self.max_model_size * spent_after / rho
+
+            # SELECT
+            ts = time.perf_counter()
+            small = self._filter(dom, candidates, measured, model, size_limit)
+            keys = list(small)
+            wts = np.array([small[c] for c in keys])
+            sens = float(np.max(np.abs(wts))) if wts.size else 1.0
+            if sens <= 0:
+                sens = 1.0
+            bias = math.sqrt(2 / math.pi) * sigma
+            q = np.array(
+                [
+                    w * (np.abs(answers[c] - model.project(c).ravel()).sum() - bias * answers[c].size)
+                    for c, w in zip(keys, wts)
+                ]
+            )
+            idx = exponential_mechanism(
+                q, epsilon=eps, sensitivity=sens, rng=rng, ledger=ledger, label=f"select round {t}"
+            )
+            cl = keys[idx]
+            times["select"] += time.perf_counter() - ts
+
+            # MEASURE
+            n_cl = answers[cl].size
+            y = gaussian_mechanism(
+                answers[cl], sigma=sigma, l2_sensitivity=1.0, rng=rng, ledger=ledger, label=f"measure {cl}"
+            )
+            measurements.append(Measurement(cl, None, y, sigma))
+            measured.append(cl)
+            z = model.project(cl).ravel()
+            te = time.perf_counter()
+            model = estimate(dom, measurements, iters=self.iters, warm_start=model)
+            times["estimate"] += time.perf_counter() - te
+            w = model.project(cl).ravel()
+            annealed = bool(np.abs(w - z).sum() <= math.sqrt(2 / math.pi) * sigma * n_cl)
+            trace.append(
+                {
+                    "round": t,
+                    "clique": list(cl),
+                    "cells": n_cl,
+                    "sigma": sigma,
+                    "epsilon": eps,
+                    "budget_used": ledger.spent / rho,
+                    "model_mb": model.size_mb,
+                    "annealed": annealed,
+                    "seconds": time.perf_counter() - t0,
+                }
+            )
+            if self.verbose:
+                print(
+                    f"AIM round {t}: {cl} cells={n_cl} sigma={sigma:.3g} used={ledger.spent / rho:.3f} "
+                    f"model={model.size_mb:.2f}MB {'anneal' if annealed else ''} t={time.perf_counter() - t0:.1f}s",
+                    flush=True,
+                )
+            if annealed and not terminate:
+                sigma /= 2
+                eps *= 2
+
+        # GENERATE
+        te = time.perf_counter()
+        model = estimate(dom, measurements, iters=self.final_iters, warm_start=model)
+        times["estimate"] += time.perf_counter() - te
+        tg = time.perf_counter()
+        synth = model.synthetic_data(self.synthetic_records, rng=rng)
+        times["generate"] = time.perf_counter() - tg
+        times["total"] = time.perf_counter() - t0
+        e_spent, d_spent = ledger.spent_dp()
+        return SynthesisResult(
+            synthetic=synth,
+            mechanism=self.name,
+            parameters=self.parameters(),
+            epsilon=e_spent,
+            delta=d_spent,
+            ledger=ledger.records(),
+            seconds=times,
+            extras={
+                "rho": rho,
+                "rounds": t,
+                "trace": trace,
+                "measured": measured,
+                "model_mb": model.size_mb,
+                "measurements": measurements,
+                "ledger": ledger.to_dict(),
+            },
+        )
+
+    def _filter(self, dom, candidates, measured, model, size_limit) -> dict[tuple[str, ...], float]:
+        """Candidates whose addition keeps the junction tree ≤ ``size_limit`` MB, or that
+        already lie inside a clique of the current model (AIM's ``filter_candidates``)."""
+        out = {}
+        cache: dict[frozenset, float] = {}
+        base_edges = {frozenset(p) for c in measured for p in itertools.combinations(c, 2)}
+        for c, w in candidates.items():
+            if model.tree.find_clique(c) is not None:
+                out[c] = w
+                continue
+            new = frozenset(frozenset(p) for p in itertools.combinations(c, 2)) - base_edges
+            if new in cache:
+                mb = cache[new]
+            else:
+                mb = junction_tree_size(dom, [*measured, c])[1]
+                cache[new] = mb
+            if mb <= size_limit:
+                out[c] = w
+        return out
+
+
+def _weighted(item) -> bool:
+    return (
+        isinstance(item, (tuple, list))
+        and len(item) == 2
+        and isinstance(item[1], (int, float))
+        and not isinstance(item[1], bool)
+        and isinstance(item[0], (tuple, list, str))
+    )
