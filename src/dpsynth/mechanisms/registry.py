@@ -119,6 +119,8 @@ register(
     "dpsynth.mechanisms.adagrid:AdaptiveGrid",
     description="adaptive-granularity mechanism (Gaussian DP, Private-PGM)",
 )
-# Mechanisms built in other issues plug in here, one line each, e.g.:
-# register("privsyn", "dpsynth.mechanisms.privsyn:PrivSyn")
-# register("privpgd", "dpsynth.mechanisms.privpgd:PrivPGD")
+register(
+    "privsyn",
+    "dpsynth.mechanisms.privsyn:PrivSyn",
+    description="PrivSyn: InDif selection (Algorithms 1-2, Eq. 1), consistency, GUM synthesis",
+)
