@@ -78,6 +78,25 @@ def load_dataset(arg: str, domain_json: str | None, what: str = "dataset"):
     return ds
 
 
+def _input_columns(arg: str) -> list[str] | None:
+    """Column order of the input file (a CSV path or a registered dataset's file)."""
+    import pandas as pd
+
+    from ..data import RECORD_DATASETS
+    from ..data.fetch import local_path
+    from ..data.registry import dataset_info
+
+    if _is_file_arg(arg):
+        source = Path(arg)
+    else:
+        registry, data_file, _ = RECORD_DATASETS[arg]
+        entry = next(e for e in dataset_info(registry).files if e.path == data_file)
+        source = local_path(entry)
+        if not source.is_file():  # surrogate data: domain order
+            return None
+    return [str(c) for c in pd.read_csv(source, nrows=0).columns]
+
+
 def _parse_params(items: list[str]) -> dict:
     out = {}
     for it in items:
@@ -173,8 +192,12 @@ def run_synth(
 
     side["dpsynth_version"] = __version__
     text = json.dumps(side, indent=2, default=_json_default)
+    frame = result.synthetic.df
+    order = _input_columns(dataset)
+    if order is not None and set(order) == set(frame.columns):
+        frame = frame[order]  # same column order as the input file
     with atomic_path(path, suffix=".csv") as tmp:
-        result.synthetic.df.to_csv(tmp, index=False)
+        frame.to_csv(tmp, index=False)
     side_path = path.with_name(path.name + ".json")
     with atomic_path(side_path, suffix=".json") as tmp:
         tmp.write_text(text)
