@@ -115,9 +115,14 @@ register(
     "independent", "dpsynth.mechanisms.baselines:Independent", description="independent one-way marginals baseline"
 )
 register(
-    "adaptive-grid",
+    "adagrid",
     "dpsynth.mechanisms.adagrid:AdaptiveGrid",
     description="adaptive-granularity mechanism (Gaussian DP, Private-PGM)",
+)
+register(
+    "adaptive-grid",
+    "dpsynth.mechanisms.adagrid:AdaptiveGrid",
+    description="alias of adagrid",
 )
 register(
     "privsyn",
