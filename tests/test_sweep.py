@@ -37,3 +37,13 @@ def test_sweep_runs_caches_and_recomputes_only_changes(cache):
     more = sweep.grid(["titanic"], [1.0, 2.0], ["independent"], [0, 1], metrics=metrics)
     sweep.run_sweep(more, workers=1, progress=False)
     assert len(sorted(cache.rglob("*.pkl"))) == 4  # only the two new jobs were computed
+
+
+def test_sweep_on_a_dask_cluster(cache):
+    distributed = pytest.importorskip("dask.distributed")
+    jobs = sweep.grid(["titanic"], [1.0], ["independent"], [3], metrics=("tv-2way",))
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        frame = sweep.run_sweep(jobs, scheduler=cluster.scheduler_address, progress=False)
+    local = sweep.run_sweep(jobs, workers=1, progress=False)  # cached by the Dask run
+    assert frame["tv-2way"].tolist() == local["tv-2way"].tolist()
+    assert len(sorted(cache.rglob("*.pkl"))) == 1
