@@ -1,0 +1,193 @@
+"""PrivPGD building blocks: closed forms (Eq. 2, 3, 8), sliced distances vs POT, the
+direction bank, the projection gradient, quantization (Eq. 6) and finalization."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+from scipy.optimize import linear_sum_assignment
+from scipy.stats import wasserstein_distance
+
+from dpsynth.domain import Domain
+from dpsynth.inference.privpgd import (
+    DirectionBank,
+    attribute_centres,
+    clique_centres,
+    directions,
+    finalize,
+    nearest_codes,
+    quantize,
+    sliced_wasserstein,
+    w1_cdf,
+    w2_squared_sorted,
+)
+from dpsynth.inference.privpgd.projection import _bank_w1_grad, _Flat, init_measure, sliced_w1_bank
+
+ot = pytest.importorskip("ot")
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 40])
+def test_sorting_formula_equals_brute_force_w2(n):
+    """Eq. 8 (sort both samples) == optimal assignment by brute force (Hungarian)."""
+    rng = np.random.default_rng(n)
+    for _ in range(5):
+        a, b = rng.normal(size=n), rng.standard_t(3, size=n)
+        cost = (a[:, None] - b[None, :]) ** 2
+        r, c = linear_sum_assignment(cost)
+        brute = cost[r, c].mean()
+        assert w2_squared_sorted(a, b) == pytest.approx(brute, rel=1e-12, abs=1e-12)
+        got_t = w2_squared_sorted(torch.tensor(a), torch.tensor(b)).item()
+        assert got_t == pytest.approx(brute, rel=1e-12, abs=1e-12)
+
+
+def test_sorting_formula_brute_force_permutations():
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=6), rng.normal(size=6)
+    best = min(np.mean((a - b[list(p)]) ** 2) for p in itertools.permutations(range(6)))
+    assert w2_squared_sorted(a, b) == pytest.approx(best, rel=1e-12)
+
+
+def test_vallender_w1_matches_scipy_for_probability_measures():
+    rng = np.random.default_rng(1)
+    for _ in range(10):
+        v = rng.uniform(size=12)
+        a, b = rng.dirichlet(np.ones(12)), rng.dirichlet(np.ones(12))
+        assert w1_cdf(v, a, b) == pytest.approx(wasserstein_distance(v, v, a, b), rel=1e-10)
+
+
+def test_vallender_w1_signed_is_a_norm_of_the_difference():
+    """Eq. 3 depends on alpha - beta only and extends to signed measures."""
+    v = np.array([0.0, 0.5, 2.0])
+    assert w1_cdf(v, [0.5, -0.2, 0.7], [0.0, 0.0, 0.0]) == pytest.approx(0.5 * 0.5 + 0.3 * 1.5)
+    assert w1_cdf(v, [1, 0, 0], [0, 0, 1]) == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("p", [1, 2])
+def test_sliced_distance_agrees_with_pot_same_projections(p):
+    rng = np.random.default_rng(2)
+    x, y = rng.uniform(size=(30, 2)), rng.uniform(size=(45, 2))
+    a, b = rng.dirichlet(np.ones(30)), rng.dirichlet(np.ones(45))
+    dirs = directions(2, 16, rng)
+    ours = sliced_wasserstein(x, y, dirs, p=p, x_weights=a, y_weights=b)
+    pot = ot.sliced_wasserstein_distance(x, y, a, b, p=p, projections=dirs.T)
+    assert ours == pytest.approx(float(pot), rel=1e-9)
+
+
+def test_sliced_distance_equal_size_matches_sorting_formula():
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(size=(50, 3)), rng.normal(size=(50, 3))
+    dirs = directions(3, 8, rng)
+    via_sort = np.mean([w2_squared_sorted(x @ t, y @ t) for t in dirs])
+    assert sliced_wasserstein(x, y, dirs, p=2) ** 2 == pytest.approx(via_sort, rel=1e-10)
+    pot = ot.sliced_wasserstein_distance(x, y, p=2, projections=dirs.T)
+    assert float(pot) ** 2 == pytest.approx(via_sort, rel=1e-9)
+
+
+def test_directions_are_unit_and_golden_angles_spread():
+    rng = np.random.default_rng(4)
+    for k in (1, 2, 3, 5):
+        d = directions(k, 64, rng)
+        assert np.allclose(np.linalg.norm(d, axis=1), 1.0)
+    phi = np.sort(np.arctan2(*directions(2, 10, rng).T[::-1]) % np.pi)
+    gaps = np.diff(np.concatenate([phi, [phi[0] + np.pi]]))
+    assert gaps.max() < 2.7 * np.pi / 10  # 10 consecutive golden angles cover [0, pi) evenly
+
+
+@pytest.fixture
+def small_bank():
+    sizes = [(2, 3), (4, 2), (3,)]
+    centres = [clique_centres(s) for s in sizes]
+    return centres, DirectionBank.build(centres, 12, np.random.default_rng(5))
+
+
+def test_bank_rows_sort_each_clique(small_bank):
+    centres, bank = small_bank
+    for s, c in enumerate(centres):
+        for m in range(bank.M):
+            order = bank.local_order(s, [m])[0].numpy()
+            assert sorted(order.tolist()) == list(range(len(c)))
+            th = bank.dirs[s][m % len(bank.dirs[s])]
+            v = c[order] @ th
+            assert np.all(np.diff(v) >= -1e-12)
+            a = int(bank.seg_offsets[s])
+            gaps = bank.gap[m, a + 1 : a + len(c)].numpy()
+            assert np.allclose(gaps, np.diff(v), atol=1e-6)
+            assert bank.gap[m, a] == 0 and bank.gap[m, a + len(c)] == 0
+
+
+def test_bank_w1_and_gradient_match_autograd(small_bank):
+    """The flat, separator-reset prefix sums give Eq. 3 per clique, and the closed-form
+    gradient equals autograd's up to a constant per clique."""
+    centres, bank = small_bank
+    flat = _Flat(bank, torch.device("cpu"))
+    rng = np.random.default_rng(6)
+    u = [rng.dirichlet(np.ones(len(c))) for c in centres]
+    y = [rng.normal(size=len(c)) * 0.3 + 1.0 / len(c) for c in centres]
+    delta = torch.tensor(np.concatenate(u) - np.concatenate(y), dtype=torch.float32)
+    dext = flat.extended(delta)
+    rows = slice(2, 9)
+    got = sliced_w1_bank(flat, dext, rows)
+    for s, c in enumerate(centres):
+        dirs = bank.dirs[s][np.arange(2, 9) % len(bank.dirs[s])]
+        want = np.mean([w1_cdf(c @ th, u[s], y[s]) for th in dirs])
+        assert got[s] == pytest.approx(want, rel=1e-5, abs=1e-6)
+    # gradient
+    buf_a, buf_b = torch.empty(3 * flat.L), torch.empty(3 * flat.L)
+    g = _bank_w1_grad(flat, dext, 2, 7, 3, buf_a, buf_b, torch.zeros(flat.L))[: flat.n_cells].double().numpy()
+    d = torch.tensor(np.concatenate(u) - np.concatenate(y), dtype=torch.float64, requires_grad=True)
+    total = 0
+    for s, c in enumerate(centres):
+        seg = d[bank.cell_offsets[s] : bank.cell_offsets[s + 1]]
+        for th in bank.dirs[s][np.arange(2, 9) % len(bank.dirs[s])]:
+            v = torch.tensor(c @ th)
+            order = torch.argsort(v)
+            total = total + (torch.cumsum(seg[order], 0)[:-1].abs() * torch.diff(v[order])).sum()
+    total.backward()
+    ref = d.grad.numpy()
+    for s in range(len(centres)):
+        a, b = bank.cell_offsets[s], bank.cell_offsets[s + 1]
+        diff = g[a:b] - ref[a:b]
+        assert np.allclose(diff, diff[0], atol=1e-5)
+
+
+def test_init_measure_clips_and_renormalises():
+    assert np.allclose(init_measure([0.5, -0.1, 0.25, 0.25]), [0.5, 0, 0.25, 0.25])
+    assert np.allclose(init_measure([-1.0, -2.0]), [0.5, 0.5])
+
+
+def test_quantize_sums_and_is_within_one():
+    rng = np.random.default_rng(7)
+    for n in (1, 10, 997):
+        p = rng.dirichlet(np.ones(13) * 0.3)
+        q = quantize(p, n)
+        assert q.sum() == n and np.all(q >= 0)
+        assert np.all(np.abs(q - n * p) < 1)
+    with pytest.raises(ValueError):
+        quantize([0.5, -0.5], 3)
+    with pytest.raises(ValueError):
+        quantize([0.5, 0.5], 0)
+
+
+def test_embedding_centres_and_finalization_land_on_the_grid():
+    assert np.allclose(attribute_centres(4), [0.125, 0.375, 0.625, 0.875])
+    with pytest.raises(ValueError):
+        attribute_centres(1)
+    rng = np.random.default_rng(8)
+    sizes = [2, 5, 17]
+    pts = rng.uniform(-0.1, 1.1, size=(500, 3))
+    codes = nearest_codes(pts, sizes)
+    for j, n in enumerate(sizes):
+        c = attribute_centres(n)
+        brute = np.argmin(np.abs(np.clip(pts[:, j], 0, 1)[:, None] - c[None, :]), axis=1)
+        assert np.array_equal(codes[:, j], brute)
+    dom = Domain.from_sizes({"a": 2, "b": 5, "c": 17})
+    ds = finalize(torch.tensor(pts, dtype=torch.float32).clamp(0, 1), dom)
+    assert ds.codes.shape == (500, 3)
+    assert np.all(ds.codes.max(axis=0) < np.array(sizes))
+    # points exactly on centres map back to their code
+    on_grid = np.stack([attribute_centres(n)[rng.integers(0, n, 50)] for n in sizes], axis=1)
+    back = nearest_codes(on_grid, sizes)
+    assert np.allclose((2 * back + 1) / (2 * np.array(sizes)), on_grid)
