@@ -54,10 +54,16 @@ def solve_graph(g: FlowGraph, cost_scale: int, cap_scale: int, *, what: str = "A
 
     Returns ``(optimal_cost_fraction, flows_or_None, seconds_build, seconds_solve)``.
     """
-    from ortools.graph.python import min_cost_flow
+    try:
+        from ortools.graph.python import min_cost_flow
+    except ImportError as exc:  # pragma: no cover
+        raise ImportError(
+            "the flow solver needs OR-Tools (pip install ortools); if it is installed, highspy was loaded first "
+            "in this process (both bundle HiGHS): import dpsynth.metrics.aemc before highspy/cvxpy's HIGHS"
+        ) from exc
 
     t0 = time.perf_counter()
-    cost = scale_to_int(g.cost, cost_scale, f"{what}: moving costs")
+    cost = g.int_cost if g.int_cost is not None else scale_to_int(g.cost, cost_scale, f"{what}: moving costs")
     sup = scale_to_int(g.supply, cap_scale, f"{what}: supplies")
     finite = np.isfinite(g.cap)
     total = int(np.abs(sup).sum()) // 2 + 1
@@ -98,15 +104,25 @@ def plan_from_flows(prob: AEMCProblem, g: FlowGraph, flows: np.ndarray) -> Plan:
     bins[g.role == ADD] = g.head[g.role == ADD]
     if g.bipartite:
         bins = np.where(g.role == MOVE, bins, bins - T)
-    added = np.bincount(bins[g.role == ADD], flows[g.role == ADD], minlength=T)
-    removed = np.bincount(bins[g.role == REMOVE], flows[g.role == REMOVE], minlength=T)
-    band = np.bincount(bins[g.role == BAND], flows[g.role == BAND], minlength=T)
-    final = prob.lower().ravel() + band
+
+    def per_bin(role):
+        out = np.bincount(bins[g.role == role], flows[g.role == role], minlength=T)
+        if g.bin_index is not None:
+            orig = np.empty(T)
+            orig[g.bin_index] = out
+            out = orig
+        return out.reshape(prob.shape)
+
+    added, removed, band = per_bin(ADD), per_bin(REMOVE), per_bin(BAND)
+    final = prob.lower() + band
     mv = g.role == MOVE
+    tail, head = g.tail[mv], g.head[mv]
+    if g.bin_index is not None:  # bins back to the problem's numbering (hubs keep theirs, all >= T)
+        tail = np.where(tail < T, g.bin_index[np.minimum(tail, T - 1)], tail)
+        head = np.where(head < T, g.bin_index[np.minimum(head, T - 1)], head)
     return Plan(
-        shape=prob.shape, added=added.reshape(prob.shape), removed=removed.reshape(prob.shape),
-        final=final.reshape(prob.shape), move_tail=g.tail[mv], move_head=g.head[mv], move_flow=flows[mv],
-        move_cost=g.cost[mv], move_axis=g.axis[mv], n_bins=T, bipartite=g.bipartite,
+        shape=prob.shape, added=added, removed=removed, final=final, move_tail=tail, move_head=head,
+        move_flow=flows[mv], move_cost=g.cost[mv], move_axis=g.axis[mv], n_bins=T, bipartite=g.bipartite,
         axis_names=tuple(a.name for a in prob.axes) if prob.axes is not None else (),
     )
 
@@ -124,8 +140,18 @@ def solve_flow(prob: AEMCProblem, *, graph: str = "auto", plan: bool = False, to
         graph = "neighbour" if prob.axes is not None else "full"
     if graph not in ("neighbour", "full"):
         raise ValueError(f"graph must be 'neighbour', 'full' or 'auto', got {graph!r}")
-    g = neighbour_graph(prob) if graph == "neighbour" else full_graph(prob)
-    cost_scale = exact_scale(np.append(g.cost, prob.alpha), f"{prob.label or 'AEMC'} moving costs")
+    what = f"{prob.label or 'AEMC'} moving costs"
+    if graph == "neighbour":
+        g = neighbour_graph(prob)
+        cost_scale = exact_scale(np.append(g.cost, prob.alpha), what)
+    elif prob.axes is not None:
+        # scale Eq. (2) term by term: float sums of the terms need not be exact
+        terms = [c for a in prob.axes for c in np.unique(a.dense()[np.isfinite(a.dense())])]
+        cost_scale = exact_scale(np.array(terms + [prob.alpha]), what)
+        g = full_graph(prob, cost_scale=cost_scale)
+    else:
+        g = full_graph(prob)
+        cost_scale = exact_scale(np.append(g.cost, prob.alpha), what)
     cap_scale, err = _cap_scale(prob, tolerance)
     if err is not None:
         # round the supplies/capacities to the grid (documented, bounded)

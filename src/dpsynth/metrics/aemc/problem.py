@@ -70,6 +70,7 @@ class AEMCProblem:
     alpha: float = 1.0
     matrix: np.ndarray | None = None
     label: str = ""
+    allow_negative: bool = False
 
     def __post_init__(self) -> None:
         p = check_counts(self.p, f"{self.label or 'AEMC'}: P (synthetic)")
@@ -82,7 +83,7 @@ class AEMCProblem:
                 p, q = p.reshape(shape), q.reshape(shape)
             if p.shape != shape:
                 raise ValueError(f"{self.label or 'AEMC'}: counts have shape {p.shape}, the spec's levels give {shape}")
-        for nm, v, lo in (("delta", self.delta, 0.0), ("alpha", self.alpha, None)):
+        for nm, v in (("delta", self.delta), ("alpha", self.alpha)):
             if isinstance(v, bool) or not isinstance(v, (int, float, np.floating, np.integer)) or not math.isfinite(v):
                 raise ValueError(f"{self.label or 'AEMC'}: {nm} must be a finite number, got {v!r}")
         if self.delta < 0:
@@ -129,7 +130,7 @@ class AEMCProblem:
                     raise ValueError(f"marginal {spec.label}: {nm} has shape {arr.shape}, expected {leaf_shape}")
             p = aggregate_levels(p, domain, spec)
             q = aggregate_levels(q, domain, spec)
-        return cls(p, q, axes, spec.delta, spec.alpha, label=spec.label)
+        return cls(p, q, axes, spec.delta, spec.alpha, label=spec.label, allow_negative=spec.allow_negative)
 
     @classmethod
     def from_matrix(cls, p, q, M, delta: float, alpha: float = 1.0, label: str = "") -> AEMCProblem:
@@ -152,7 +153,15 @@ class AEMCProblem:
         return float(self.q.sum())
 
     def lower(self) -> np.ndarray:
-        """``L_j = max(Q_j − Δ, 0)``: the result of a bin is never negative (the LP of §6.1)."""
+        """``L_j = max(Q_j − Δ, 0)``: the result of a bin is never negative (the LP of §6.1).
+
+        With ``allow_negative`` (the authors' published flow code, design NOTES
+        §1) the band's lower end is ``Q_j − Δ`` even when negative: on the
+        compressed graph (Fig. 8) a bin with ``Q_j < Δ`` then supplies up to
+        ``Δ − Q_j`` units for free, a relaxation of Eq. (1).
+        """
+        if self.allow_negative:
+            return self.q - self.delta
         return np.maximum(self.q - self.delta, 0.0)
 
     def upper(self) -> np.ndarray:

@@ -1,9 +1,12 @@
-"""Exact integer scaling of costs and capacities for the integer flow solver.
+"""Exact integer scaling of costs and capacities for the integer flow solver
+(MGD paper §6.2 and Appendix A: the min-cost flow is solved over integers).
 
 OR-Tools' min-cost flow works on 64-bit integers. A float input is scaled
-exactly when every value is (the float nearest to) a rational whose
-denominator divides one common scale ``s``: then ``round(s·x)/s == x`` for
-each value and the optimum, an integer ``C``, gives the AEMC as the exact
+exactly when every value is a rational whose denominator divides one common
+scale ``s``, up to the last bits of float arithmetic: a value is read as the
+simplest rational within ``ULPS`` units in the last place of it (so that
+``0.9/3 = 0.30000000000000004`` is read as 3/10); then ``round(s·x)/s ≈ x`` to
+those few ulps for each value and the optimum, an integer ``C``, gives the AEMC as the exact
 fraction ``C/(s_cost·s_cap)``. Values that are not such rationals (or need a
 scale that overflows 64 bits) are refused with a ``ValueError``: they must go
 to the LP, or be rounded on purpose with a reported error bound — never
@@ -22,14 +25,20 @@ __all__ = ["exact_scale", "scale_to_int", "INT_LIMIT"]
 #: Head-room below 2**63: OR-Tools multiplies costs by the number of nodes
 #: during cost scaling, and sums flows; we keep every product below this.
 INT_LIMIT = 2**62
-_MAX_DEN = 10**12
+_MAX_DEN = 10**7
+#: float values are read as the simplest rational this many ulps away at most
+ULPS = 4
+
+
+def _close(a: np.ndarray, b: np.ndarray) -> bool:
+    return bool(np.all(np.abs(a - b) <= ULPS * np.spacing(np.abs(b))))
 
 
 def _den_of(x: float) -> int | None:
     if x == int(x):
         return 1
     fr = Fraction(x).limit_denominator(_MAX_DEN)
-    return fr.denominator if float(fr) == x else None
+    return fr.denominator if abs(float(fr) - x) <= ULPS * np.spacing(abs(x)) else None
 
 
 def exact_scale(values: np.ndarray, what: str) -> int:
@@ -44,7 +53,7 @@ def exact_scale(values: np.ndarray, what: str) -> int:
     for s in [10**e for e in range(1, 13)] + [2**e for e in range(1, 41)]:
         sv = v * s
         r = np.round(sv)
-        if np.all(np.abs(r) < 2**53) and np.array_equal(r / s, v):
+        if np.all(np.abs(r) < 2**53) and _close(r / s, v):
             # minimise s: reduce by the gcd of the integers
             g = int(np.gcd.reduce(np.append(r.astype(np.int64), s)))
             return s // g if g > 1 else s
@@ -73,6 +82,6 @@ def scale_to_int(values: np.ndarray, scale: int, what: str) -> np.ndarray:
     if sv.size and float(np.max(np.abs(sv))) >= INT_LIMIT:
         raise ValueError(f"{what}: scaled values reach {float(np.max(np.abs(sv))):.3g}, beyond the 64-bit limit 2**62")
     r = np.round(sv)
-    if sv.size and np.max(np.abs(r)) < 2**53 and not np.array_equal(r / scale, v):
+    if sv.size and np.max(np.abs(r)) < 2**53 and not _close(r / scale, v):
         raise ValueError(f"{what}: values are not exact multiples of 1/{scale}")
     return r.astype(np.int64)

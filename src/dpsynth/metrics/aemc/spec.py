@@ -166,6 +166,7 @@ class MarginalSpec:
     alpha: float = 1.0
     omega: float = 1.0
     name: str | None = None
+    allow_negative: bool = False
 
     def __post_init__(self) -> None:
         attrs = tuple(a if isinstance(a, AttributeSpec) else AttributeSpec(a) for a in self.attributes)
@@ -221,13 +222,15 @@ class MarginalSpec:
         out.update(delta=self.delta, alpha=self.alpha, omega=self.omega)
         if self.name:
             out["name"] = self.name
+        if self.allow_negative:
+            out["allow_negative"] = True
         return out
 
     @classmethod
     def from_json(cls, obj, where: str = "marginal") -> MarginalSpec:
         if not isinstance(obj, Mapping):
             raise ValueError(f"{where}: expected an object, got {type(obj).__name__}")
-        unknown = set(obj) - {"attributes", "delta", "alpha", "omega", "name"}
+        unknown = set(obj) - {"attributes", "delta", "alpha", "omega", "name", "allow_negative"}
         if unknown:
             raise ValueError(f"{where}: unknown key(s) {sorted(unknown)}")
         raw = obj.get("attributes")
@@ -251,8 +254,11 @@ class MarginalSpec:
                 weight = INF
             dist = Distance.from_json(item["distance"], f"{w}.distance") if "distance" in item else None
             attrs.append(AttributeSpec(item["name"], item.get("level", 0), weight, dist))
+        neg = obj.get("allow_negative", False)
+        if not isinstance(neg, bool):
+            raise ValueError(f"{where}: allow_negative must be true or false, got {neg!r}")
         return cls(
-            tuple(attrs), obj.get("delta", 2.0), obj.get("alpha", 1.0), obj.get("omega", 1.0), obj.get("name")
+            tuple(attrs), obj.get("delta", 2.0), obj.get("alpha", 1.0), obj.get("omega", 1.0), obj.get("name"), neg
         )
 
 
