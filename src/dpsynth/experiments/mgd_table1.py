@@ -10,7 +10,6 @@ published RQ used unseeded queries, so only its magnitude is comparable.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -18,10 +17,11 @@ import pandas as pd
 from ..metrics.aemc import AEMCProblem, solve
 from ..metrics.baltimore import TABLE1_COLUMNS, inverse_pie, range_query_error, table1_specs
 from ..metrics.mgd import marginal_table
+from . import published
 from .cache import memoize
 
 __all__ = [
-    "PROFILES", "REFERENCE", "compare_published", "correlations", "published_name", "reference_table", "score_file",
+    "PROFILES", "compare_published", "correlations", "published_name", "reference_table", "score_file",
     "table1",
 ]
 
@@ -33,22 +33,9 @@ PROFILES = {
 }
 
 
-def _reference_path() -> Path:
-    from ..paths import project_root
-
-    for cand in (project_root().parent / "shared" / "reference" / "mgd_table1.csv",
-                 Path("/work/shared/reference/mgd_table1.csv")):
-        if cand.is_file():
-            return cand
-    raise FileNotFoundError("mgd_table1.csv not found beside the checkout (../shared/reference)")
-
-
-REFERENCE = "shared/reference/mgd_table1.csv"
-
-
 def reference_table() -> pd.DataFrame:
     """The published Table 1 (Appendix B), indexed by dataset name."""
-    return pd.read_csv(_reference_path()).set_index("dataset")
+    return published.load("mgd_table1").set_index("dataset")
 
 
 def published_name(stem: str) -> str:

@@ -31,7 +31,7 @@ Assumptions, stated because the published runs do not record them:
 
 :func:`privsyn_table` is memoized on disk; :func:`score_tables` scores the
 tables with the project's MGD metric (Table 1's configuration, NOTES §1) next to
-:data:`PUBLISHED_PRIVSYN`.
+:func:`published_privsyn`.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ __all__ = [
     "ASSUMED_MAX_RECORDS_PER_PERSON",
     "CHALLENGE_DELTA",
     "EPSILONS",
-    "PUBLISHED_PRIVSYN",
+    "published_privsyn",
     "PrivSynBaltimoreRun",
     "challenge_delta",
     "privsyn_table",
@@ -68,19 +68,18 @@ ASSUMED_MAX_RECORDS_PER_PERSON = 2
 #: δ of the NIST 2020 Temporal Map Challenge runs on this data (``parameters.json``).
 CHALLENGE_DELTA = 1.2244024187236405e-11
 
-#: MGD paper, Appendix B, Table 1: the published PrivSyn rows (Δ = 2; RQ unseeded).
-PUBLISHED_PRIVSYN = pd.DataFrame(
-    [
-        (0.1, 0.8236, 0.0451, 0.026, 0.0598, 0.1026, 0.0748, 0.0755, 0.1169, 0.1013),
-        (0.25, 0.6751, 0.0175, 0.0086, 0.0214, 0.0413, 0.0286, 0.0266, 0.0616, 0.0556),
-        (0.5, 0.5801, 0.0103, 0.0048, 0.009, 0.018, 0.0131, 0.0125, 0.0332, 0.0361),
-        (1.0, 0.5222, 0.007, 0.0022, 0.0044, 0.0071, 0.0053, 0.0056, 0.0157, 0.0305),
-        (2.0, 0.5039, 0.0074, 0.0011, 0.002, 0.0029, 0.0025, 0.0026, 0.0061, 0.0298),
-        (4.0, 0.5113, 0.0169, 0.0142, 0.0138, 0.014, 0.0117, 0.0097, 0.0016, 0.0296),
-        (10.0, 0.5017, 0.007, 0.0019, 0.0028, 0.0034, 0.0025, 0.0025, 0.0053, 0.03),
-    ],
-    columns=["epsilon", "inv_pie", "range_query", "M", "N", "I", "M+I", "M+N", "N+I", "3way"],
-)
+def published_privsyn() -> pd.DataFrame:
+    """MGD paper, Appendix B, Table 1: the published PrivSyn rows (Δ = 2; RQ unseeded),
+    one per ε, with columns ``epsilon, inv_pie, range_query, M, N, I, M+I, M+N, N+I, 3way``."""
+    from . import published
+
+    table = published.load("mgd_table1")
+    rows = table[table["dataset"].str.startswith("PrivSyn-")].copy()
+    rows.insert(0, "epsilon", rows.pop("dataset").str.removeprefix("PrivSyn-").astype(float))
+    rows.columns = [c.removeprefix("aemc_") for c in rows.columns]
+    return rows.reset_index(drop=True)
+
+
 _MARGINALS = ["M", "N", "I", "M+I", "M+N", "N+I", "3way"]
 
 
@@ -210,7 +209,7 @@ def score_tables(runs: Sequence[PrivSynBaltimoreRun], *, with_published: bool = 
         rows.append(row)
     out = pd.DataFrame(rows)
     if with_published and len(out):
-        pub = PUBLISHED_PRIVSYN.copy()
+        pub = published_privsyn()
         pub["mgd"] = pub[_MARGINALS[:6]].sum(axis=1) / 9 + pub["3way"] / 3
         pub = pub.rename(columns={c: f"pub_{c}" for c in pub.columns if c != "epsilon"})
         out = out.merge(pub, on="epsilon", how="left")
