@@ -654,7 +654,6 @@ class AdaptiveGrid:
         t3 = time.perf_counter()
         synth = model.synthetic_data(rng=rng)
         times["synthesize"] = time.perf_counter() - t3
-        eps_spent, delta_spent = ledger.spent_dp()
         rounds = _round_table(measured)
         extras: dict[str, Any] = {
             "marginals": cliques,
@@ -694,16 +693,8 @@ class AdaptiveGrid:
             extras["model"] = model
         params = asdict(self)
         params.pop("extras_model", None)
-        return SynthesisResult(
-            synthetic=synth,
-            mechanism="adagrid" if self.queries == "adaptive" else "adagrid-identity",
-            parameters=params,
-            epsilon=float(eps_spent),
-            delta=float(delta_spent),
-            ledger=ledger.records(),
-            seconds=times,
-            extras=extras,
-        )
+        name = "adagrid" if self.queries == "adaptive" else "adagrid-identity"
+        return SynthesisResult.from_ledger(synth, name, params, ledger, times, extras)
 
 
 def identity_grid(**kwargs: Any) -> AdaptiveGrid:

@@ -265,23 +265,19 @@ class AIM:
         synth = model.synthetic_data(self.synthetic_records, rng=rng)
         times["generate"] = time.perf_counter() - tg
         times["total"] = time.perf_counter() - t0
-        e_spent, d_spent = ledger.spent_dp()
-        return SynthesisResult(
-            synthetic=synth,
-            mechanism=self.name,
-            parameters=self.parameters(),
-            epsilon=e_spent,
-            delta=d_spent,
-            ledger=ledger.records(),
-            seconds=times,
-            extras={
+        return SynthesisResult.from_ledger(
+            synth,
+            self.name,
+            self.parameters(),
+            ledger,
+            times,
+            {
                 "rho": rho,
                 "rounds": t,
                 "trace": trace,
                 "measured": measured,
                 "model_mb": model.size_mb,
                 "measurements": measurements,
-                "ledger": ledger.to_dict(),
             },
         )
 

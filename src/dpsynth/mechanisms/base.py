@@ -32,6 +32,24 @@ class SynthesisResult:
     seconds: dict[str, float] = field(default_factory=dict)  # per phase
     extras: dict[str, Any] = field(default_factory=dict)  # selected cliques, model, traces...
 
+    @classmethod
+    def from_ledger(
+        cls,
+        synthetic: Dataset,
+        mechanism: str,
+        parameters: dict[str, Any],
+        ledger: Any,
+        seconds: dict[str, float],
+        extras: dict[str, Any] | None = None,
+    ) -> SynthesisResult:
+        """The result of a run whose every noisy step was charged to ``ledger``
+        (a :class:`~dpsynth.privacy.BudgetLedger`): the (ε, δ) reported are the
+        ones the ledger says were spent, its charges become ``ledger`` and its
+        summary ``extras["ledger"]``."""
+        eps, delta = ledger.spent_dp()
+        extras = {**(extras or {}), "ledger": ledger.to_dict()}
+        return cls(synthetic, mechanism, parameters, float(eps), float(delta), ledger.records(), seconds, extras)
+
     def sidecar(self) -> dict[str, Any]:
         """JSON-able description (the ``--out`` sidecar of ``dpsynth synth``)."""
         return {

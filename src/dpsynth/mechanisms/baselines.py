@@ -52,14 +52,7 @@ class Independent:
         )
         model = estimate(data.domain, [noisy_marginal_measurement(m) for m in log], iters=self.iters)
         synth = model.synthetic_data(self.synthetic_records, rng=rng)
-        eps, d = ledger.spent_dp()
-        return SynthesisResult(
-            synthetic=synth,
-            mechanism=self.name,
-            parameters=asdict(self),
-            epsilon=eps,
-            delta=d,
-            ledger=ledger.records(),
-            seconds={"total": time.perf_counter() - t0},
-            extras={"rho": ledger.total, "sigma": sigma, "ledger": ledger.to_dict()},
-        )
+        return SynthesisResult.from_ledger(
+            synth, self.name, asdict(self), ledger, {"total": time.perf_counter() - t0},
+            {"rho": ledger.total, "sigma": sigma},
+        )  # fmt: skip

@@ -484,16 +484,13 @@ class NISTMST:
         synth = enc.reverse(synth, rng)
         times["generate"] = time.perf_counter() - t4
         times["total"] = time.perf_counter() - t0
-        e_spent, d_spent = ledger.spent_dp()
-        return SynthesisResult(
-            synthetic=synth,
-            mechanism=self.name,
-            parameters=self.parameters(),
-            epsilon=e_spent,
-            delta=d_spent,
-            ledger=ledger.records(),
-            seconds=times,
-            extras={
+        return SynthesisResult.from_ledger(
+            synth,
+            self.name,
+            self.parameters(),
+            ledger,
+            times,
+            {
                 "sigma": sigma,
                 "rho": ledger.total,
                 "cliques": cliques,
@@ -504,6 +501,5 @@ class NISTMST:
                 "compression_map": comp,
                 "log_oneway": log1,
                 "log_selected": log2,
-                "ledger": ledger.to_dict(),
             },
         )
