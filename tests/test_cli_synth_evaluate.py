@@ -264,3 +264,19 @@ def test_evaluation_metrics_merge_in_with_one_tv_2way():
     ours = suite.get_metric("tv-2way")(real, syn, rng=rng)
     theirs = evaluation.EVALUATION_METRICS["tv-2way"](real, syn, rng=rng)
     assert ours == pytest.approx(theirs)
+
+
+def test_privpgd_preset_and_device_flags(tmp_path, capsys):
+    out = tmp_path / "pgd.csv"
+    args = ["synth", "privpgd", "--dataset", "titanic", "--epsilon", "1", "--delta", "1e-5", "--out", str(out)]
+    tiny = ["-p", "epochs=3", "-p", "n_particles=1000", "-p", "projection_iters=10"]
+    assert main([*args, "--preset", "fast", "--device", "cpu", *tiny]) == 0
+    side = json.loads((tmp_path / "pgd.csv.json").read_text())
+    assert side["parameters"]["consistency"] is True  # the fast preset's setting
+    assert abs(side["epsilon_spent"] - 1.0) < 1e-9
+    out.unlink()
+    assert main([*args, "--preset", "nope"]) == 2
+    assert "unknown preset 'nope'" in capsys.readouterr().err
+    assert main(["synth", "mst", "--device", "cpu", *args[2:]]) == 2
+    assert "takes no --device" in capsys.readouterr().err
+    assert not out.exists()

@@ -1,8 +1,9 @@
 """pyproject.toml and environment.yml declare the same dependencies."""
 
 import re
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -133,6 +133,8 @@ def test_presets_match_paper_section_4_1():
     f = PrivPGD.preset("fast")
     assert f.n_particles < d.n_particles and f.epochs < d.epochs
     assert PrivPGD.preset("fast", epochs=3).epochs == 3
+    assert d.consistency is False and d.init == "uniform"  # the paper's algorithm
+    assert f.consistency is True
     with pytest.raises(ValueError, match="unknown preset"):
         PrivPGD.preset("slow")
 
@@ -207,3 +209,23 @@ def test_marginal_initialisation_matches_projected_one_way_marginals():
         assert np.abs(got - want).max() < 0.02
     with pytest.raises(ValueError, match="init"):
         PrivPGD(init="zeros")
+
+
+def test_consistency_step_runs_and_validates():
+    data = _data(5)
+    cfg = replace(TINY, consistency=True)
+    res = cfg.run(data, 1e4, 1e-6, np.random.default_rng(0))
+    assert "consistency" in res.seconds
+    assert _tv2(data, res.synthetic) < 0.05
+    proj = res.extras["projected"]
+    sizes = data.domain.shape
+    cl = list(itertools.combinations(range(3), 2))
+    one = {}
+    for p, c in zip(proj, cl):
+        t = np.asarray(p).reshape(sizes[c[0]], sizes[c[1]])
+        for j, a in enumerate(c):
+            one.setdefault(a, []).append(t.sum(axis=1 - j))
+    for ms in one.values():
+        np.testing.assert_allclose(ms[0], ms[1], atol=1e-6)
+    with pytest.raises(ValueError, match="consistency"):
+        replace(TINY, consistency="yes")

@@ -191,3 +191,34 @@ def test_embedding_centres_and_finalization_land_on_the_grid():
     on_grid = np.stack([attribute_centres(n)[rng.integers(0, n, 50)] for n in sizes], axis=1)
     back = nearest_codes(on_grid, sizes)
     assert np.allclose((2 * back + 1) / (2 * np.array(sizes)), on_grid)
+
+
+def test_make_consistent_agrees_on_shared_one_way_marginals():
+    from dpsynth.inference.privpgd.projection import make_consistent
+
+    rng = np.random.default_rng(0)
+    sizes = (3, 4, 5)
+    cliques = list(itertools.combinations(range(3), 2))
+    truth = rng.dirichlet(np.ones(int(np.prod(sizes)))).reshape(sizes)
+    probs = []
+    for c in cliques:
+        other = tuple(x for x in range(3) if x not in c)
+        m = truth.sum(axis=other).ravel() + rng.normal(0, 0.01, sizes[c[0]] * sizes[c[1]])
+        m = np.maximum(m, 0)
+        m[0] = 0.0  # a zero cell stays zero
+        probs.append(m / m.sum())
+    out = make_consistent(probs, cliques, sizes, iters=200)
+    ones = {}
+    for p, q, c in zip(probs, out, cliques):
+        assert q.shape == p.shape and np.all(q >= 0) and q.sum() == pytest.approx(1.0)
+        assert q[0] == 0.0
+        t = q.reshape(sizes[c[0]], sizes[c[1]])
+        for j, a in enumerate(c):
+            ones.setdefault(a, []).append(t.sum(axis=1 - j))
+    for ms in ones.values():
+        assert len(ms) == 2
+        np.testing.assert_allclose(ms[0], ms[1], atol=1e-6)
+    # already consistent input (exact marginals) is left unchanged
+    exact = [truth.sum(axis=tuple(x for x in range(3) if x not in c)).ravel() for c in cliques]
+    for p, q in zip(exact, make_consistent(exact, cliques, sizes)):
+        np.testing.assert_allclose(p, q, atol=1e-12)

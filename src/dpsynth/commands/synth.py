@@ -2,7 +2,7 @@
 
     dpsynth synth {mst,nist-mst,aim,...} --dataset NAME|CSV [--domain JSON]
                   [--public NAME|CSV] --epsilon E --delta D [--seed S] --out PATH
-                  [--param KEY=VALUE ...]
+                  [--preset NAME] [--device cpu|cuda] [--param KEY=VALUE ...]
 
 writes the synthetic records to ``PATH`` (CSV, same columns and integer coding as the
 input; written atomically) and a JSON sidecar ``PATH.json`` (mechanism, parameters,
@@ -41,6 +41,8 @@ def register(sub) -> None:
     p.add_argument("--delta", required=True, type=float, metavar="D", help="privacy parameter delta in (0, 1)")
     p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the noise generator (default 0)")
     p.add_argument("--out", required=True, metavar="PATH", help="output CSV; the sidecar goes to PATH.json")
+    p.add_argument("--preset", metavar="NAME", help="hyperparameter preset of the mechanism (privpgd: default | fast)")
+    p.add_argument("--device", metavar="DEVICE", help="torch device for mechanisms that take one (privpgd: cpu | cuda)")
     p.add_argument(
         "--param",
         "-p",
@@ -131,8 +133,10 @@ def run_synth(
     domain: str | None = None,
     public: str | None = None,
     params: dict | None = None,
+    device: str | None = None,
 ) -> dict:
-    """The work of ``dpsynth synth`` (callable from Python); returns the sidecar dict."""
+    """The work of ``dpsynth synth`` (callable from Python); returns the sidecar dict.
+    ``device`` is passed to the mechanism's ``run`` (only mechanisms that take one)."""
     import numpy as np
 
     from ..mechanisms.base import check_privacy_params
@@ -165,11 +169,18 @@ def run_synth(
             mech.validate(data)
     if hasattr(mech, "compiled_workload"):
         mech.compiled_workload(data.domain)
+    if device is not None:
+        import inspect
+
+        if "device" not in inspect.signature(mech.run).parameters:
+            raise ValueError(f"mechanism {mechanism!r} takes no --device")
 
     # --- run
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
     kw = {"public": pub} if pub is not None else {}
+    if device is not None:
+        kw["device"] = device
     result = mech.run(data, epsilon, delta, rng, **kw)
     wall = time.perf_counter() - t0
 
@@ -226,7 +237,8 @@ def _main(args) -> int:
         seed=args.seed,
         domain=args.domain,
         public=args.public,
-        params=_parse_params(args.param),
+        params={**({"preset": args.preset} if args.preset else {}), **_parse_params(args.param)},
+        device=args.device,
     )
     print(
         f"{args.mechanism}: {side['records']:,} synthetic records -> {args.out} "

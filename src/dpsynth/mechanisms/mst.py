@@ -19,6 +19,15 @@ The mechanism (the steps of Algorithm 2 without the census-specific ones):
 6. **GENERATE**: Private-PGM (Eq. 4.2) on both logs, synthetic records by
    Algorithms 7–8, then the compression reversed (§5 Step 8).
 
+   ``generator="gum"`` replaces step 6 by PrivSyn's generator (Zhang et al., USENIX
+   Security 2021): the noisy marginals of both logs (the one-way ones re-expressed over
+   the compressed domain, merged values summed) are made consistent by PrivSyn §4.3
+   (:func:`~dpsynth.inference.consistency.make_consistent`, weights ∝ 1/(σ² g)), and
+   GUM (§5.2, :mod:`dpsynth.inference.gum`) edits a random dataset until its marginals
+   match them; the compression is then reversed as above. Measurements, selection and
+   ledger are exactly those of the default (``"pgm"``) generator for the same ``rng``:
+   generation is post-processing.
+
 Every noisy step is charged to a :class:`~dpsynth.privacy.BudgetLedger` before its noise
 is drawn; the result reports the (ε, δ) the ledger says was spent.
 """
@@ -29,19 +38,24 @@ import itertools
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from ..dataset import Dataset
 from ..domain import Domain
+from ..inference.consistency import make_consistent
+from ..inference.gum import GUM
 from ..inference.pgm import GraphicalModel, Measurement, estimate
 from ..privacy import BudgetLedger, exponential_mechanism, measure_marginals
 from ..privacy.accounting import exponential_epsilon
 from .base import SynthesisResult, check_privacy_params
 from .compression import Compression, compress_domain, noisy_marginal_measurement
 
-__all__ = ["MST", "DisjointSet", "pair_errors", "private_kruskal", "check_cliques"]
+__all__ = ["GENERATORS", "MST", "DisjointSet", "check_cliques", "consistent_targets", "pair_errors", "private_kruskal"]
+
+#: Generators of MST's GENERATE step: Private-PGM (§4, the paper's) or PrivSyn's GUM.
+GENERATORS = ("pgm", "gum")
 
 
 class DisjointSet:
@@ -83,6 +97,46 @@ def check_cliques(domain: Domain, cliques: Sequence[Sequence[str]], what: str) -
             raise ValueError(f"{what}[{i}] is empty")
         out.append(domain.check_attrs(c, f"{what}[{i}]"))
     return tuple(out)
+
+
+def _compress_counts(comp: Compression, attr: str, counts: np.ndarray) -> np.ndarray:
+    """A one-way count vector over the original values of ``attr`` re-expressed over the
+    compressed attribute (Algorithm 4): kept values as they are, merged values summed into ``∅``."""
+    s = comp.supports[attr]
+    if s.all():
+        return np.asarray(counts, dtype=np.float64)
+    return np.append(counts[s], counts[~s].sum())
+
+
+def consistent_targets(
+    domain: Domain, items: Sequence[tuple[Sequence[str], np.ndarray, float]], *, max_iterations: int = 100
+) -> tuple[list[tuple[tuple[str, ...], np.ndarray]], int]:
+    """Noisy marginals ``(clique, counts, per-cell variance)`` → consistent, non-negative
+    marginals (PrivSyn §4.3, :func:`~dpsynth.inference.consistency.make_consistent`, weights
+    ``∝ 1/(v_i g_i)``). Repeated attribute sets are first merged by inverse-variance
+    averaging (axes in domain order). Returns ``([(clique, table)], passes)``."""
+    merged: dict[tuple[str, ...], list[float | np.ndarray]] = {}
+    for clique, counts, var in items:
+        c = tuple(clique)
+        can = domain.canonical(c)
+        tab = np.asarray(counts, dtype=np.float64).reshape(domain.project(c).shape)
+        if can != c:
+            tab = np.transpose(tab, [c.index(a) for a in can])
+        if can in merged:
+            t0, v0 = merged[can]
+            w0, w1 = 1.0 / v0, 1.0 / float(var)
+            merged[can] = [(w0 * t0 + w1 * tab) / (w0 + w1), 1.0 / (w0 + w1)]
+        else:
+            merged[can] = [tab, float(var)]
+    cliques = list(merged)
+    cons = make_consistent(
+        cliques,
+        [merged[c][0] for c in cliques],
+        domain,
+        variances=[merged[c][1] for c in cliques],
+        max_iterations=max_iterations,
+    )
+    return list(zip(cons.cliques, cons.marginals)), cons.iterations
 
 
 def pair_errors(data: Dataset, model: GraphicalModel, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
@@ -171,7 +225,14 @@ class MST:
     clique_weights:
         ``((clique, weight), ...)`` relative Algorithm 1 weights of step 6 (default 1).
     synthetic_records:
-        Number of synthetic records (default: the model's estimated total).
+        Number of synthetic records (default: the model's estimated total; with
+        ``generator="gum"``, the total of the consistent marginals).
+    generator:
+        ``"pgm"`` (default, the paper's step 6: Private-PGM + Algorithms 7–8) or ``"gum"``
+        (PrivSyn §4.3 consistency + §5.2 GUM on the same noisy marginals; see the module
+        docstring). Same measurements and ledger either way.
+    gum:
+        GUM hyperparameters used when ``generator="gum"``.
     """
 
     oneway_share: float = 1 / 3
@@ -186,6 +247,8 @@ class MST:
     extra_cliques: tuple[tuple[str, ...], ...] = ()
     clique_weights: tuple[tuple[tuple[str, ...], float], ...] = ()
     synthetic_records: int | None = None
+    generator: str = "pgm"
+    gum: GUM = field(default_factory=GUM)
 
     name = "mst"
 
@@ -199,6 +262,10 @@ class MST:
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{f} must be a positive integer, got {v!r}")
+        if self.generator not in GENERATORS:
+            raise ValueError(f"generator must be one of {GENERATORS}, got {self.generator!r}")
+        if not isinstance(self.gum, GUM):
+            raise ValueError(f"gum must be a GUM instance, got {type(self.gum).__name__}")
         object.__setattr__(self, "initial_cliques", tuple(tuple(c) for c in self.initial_cliques))
         object.__setattr__(self, "extra_cliques", tuple(tuple(c) for c in self.extra_cliques))
         object.__setattr__(self, "clique_weights", tuple((tuple(c), float(w)) for c, w in self.clique_weights))
@@ -267,6 +334,11 @@ class MST:
         )
         times["measure_selected"] = time.perf_counter() - t2
 
+        if self.generator == "gum":
+            return self._finish_gum(comp, log1, log2, ledger, rng, times, t0, {
+                "rho": rho, "sigma_oneway": sigma1, "sigma_selected": sigma2, "selected": pairs, "cliques": cliques,
+            })  # fmt: skip
+
         # GENERATE: Private-PGM, Algorithms 7-8, reverse Algorithm 4
         t3 = time.perf_counter()
         measurements = one_way + [noisy_marginal_measurement(m) for m in log2]
@@ -298,6 +370,46 @@ class MST:
                 "log_selected": log2,
                 "ledger": ledger.to_dict(),
                 "model_stats": {k: v for k, v in model.stats.items() if k != "loss_history"},
+            },
+        )
+
+    def _finish_gum(self, comp, log1, log2, ledger, rng, times, t0, extras) -> SynthesisResult:
+        """GENERATE with ``generator="gum"``: PrivSyn §4.3 consistency, then GUM (§5.2) over
+        the compressed domain, then Algorithm 4 reversed (§5 Step 8). Post-processing only."""
+        t3 = time.perf_counter()
+        cdom = comp.compressed
+        items = [(m.clique, _compress_counts(comp, m.clique[0], m.estimate), m.std**2) for m in log1]
+        items += [(m.clique, m.estimate, m.std**2) for m in log2]
+        targets, cons_iters = consistent_targets(cdom, items)
+        n = self.synthetic_records
+        if n is None:
+            n = max(int(round(float(np.mean([t.sum() for _, t in targets])))), 1)
+        times["consistency"] = time.perf_counter() - t3
+        t4 = time.perf_counter()
+        gen = self.gum.synthesize(cdom, targets, int(n), rng)
+        synth = comp.reverse(gen.synthetic, rng)
+        times["generate"] = time.perf_counter() - t4
+        times["total"] = time.perf_counter() - t0
+        eps_spent, delta_spent = ledger.spent_dp()
+        return SynthesisResult(
+            synthetic=synth,
+            mechanism="mst-gum",
+            parameters=self.parameters(),
+            epsilon=eps_spent,
+            delta=delta_spent,
+            ledger=ledger.records(),
+            seconds=times,
+            extras={
+                **extras,
+                "compression": comp.summary(),
+                "compression_map": comp,
+                "log_oneway": log1,
+                "log_selected": log2,
+                "ledger": ledger.to_dict(),
+                "consistency_iterations": cons_iters,
+                "n_estimate": int(n),
+                "gum_trace": gen.trace,
+                "gum_converged": gen.converged,
             },
         )
 

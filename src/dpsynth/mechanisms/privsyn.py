@@ -32,6 +32,16 @@ GENERATE
        weights ``∝ ρ_i / g_i``; the number of records is the consistent total.
     6. GUM (§5; :mod:`dpsynth.inference.gum`).
 
+    ``generator="pgm"`` (registered as ``privsyn-pgm``) keeps steps 1–4 and replaces
+    5–6 by Private-PGM (McKenna, Sheldon & Miklau, ICML 2019; Eq. 4.1–4.2 of the
+    NIST-MST/MST paper) estimated from the *same raw noisy marginals* (each with its own
+    σ_i; Private-PGM's maximum-likelihood estimate is its own consistency step), and
+    records sampled by Algorithms 7–8 (``model.synthetic_data``), ``n_estimate`` of
+    them. This is the "graphical model" generator PrivSyn §5 argues against for dense
+    marginal sets: when the selected cliques triangulate into a junction tree larger
+    than ``pgm_memory_limit_mb`` the run stops with
+    :class:`~dpsynth.inference.pgm.ModelTooLargeError` (a ``ValueError``).
+
 **Per-person contribution bounding.** Differential privacy here protects a
 *person*, who may own several records (the Baltimore incidents: up to 20 per
 person in the NIST challenge). With ``max_records_per_person = k`` every noisy
@@ -62,11 +72,13 @@ from ..dataset import Dataset
 from ..domain import Domain
 from ..inference.consistency import make_consistent
 from ..inference.gum import GUM
+from ..inference.pgm import Measurement, ModelTooLargeError, estimate, junction_tree_size
 from ..privacy import BudgetLedger, NoisyMarginal, gaussian_mechanism
 from ..privacy.accounting import gaussian_sigma
 from .base import SynthesisResult, check_privacy_params
 
 __all__ = [
+    "GENERATORS",
     "INDIF_SENSITIVITY",
     "PrivSyn",
     "PrivSynMeasurement",
@@ -84,6 +96,8 @@ __all__ = [
 #: L2 (= absolute) sensitivity of one pair's InDif to one record (NOTES §2).
 INDIF_SENSITIVITY = 4.0
 _ONE_WAY = ("uncovered", "all", "none")
+#: PrivSyn's generators: GUM (§5.2, the paper's) or Private-PGM on the same marginals.
+GENERATORS = ("gum", "pgm")
 
 
 # ----------------------------------------------------------------------------- InDif
@@ -419,6 +433,14 @@ class PrivSyn:
         The GUM generator's hyperparameters.
     conversion:
         zCDP → (ε, δ) conversion for the budget (``"prop4"`` or ``"cks"``).
+    generator:
+        ``"gum"`` (§5.2, default) or ``"pgm"``: Private-PGM fitted to the same noisy
+        marginals, records by Algorithms 7–8 of the NIST-MST/MST paper (module docstring).
+    pgm_iters:
+        Private-PGM iterations (``generator="pgm"``).
+    pgm_memory_limit_mb:
+        Largest junction tree (MiB of float64 clique tables) Private-PGM may build; a
+        denser selection raises :class:`~dpsynth.inference.pgm.ModelTooLargeError`.
     """
 
     indif_fraction: float = 0.1
@@ -430,6 +452,9 @@ class PrivSyn:
     nonnegativity: str = "project"
     gum: GUM = field(default_factory=GUM)
     conversion: str = "prop4"
+    generator: str = "gum"
+    pgm_iters: int = 1000
+    pgm_memory_limit_mb: float = 1024.0
 
     def __post_init__(self) -> None:
         f = self.indif_fraction
@@ -456,6 +481,14 @@ class PrivSyn:
             raise ValueError(f"nonnegativity must be 'project' or 'cut', got {self.nonnegativity!r}")
         if not isinstance(self.gum, GUM):
             raise ValueError(f"gum must be a GUM instance, got {type(self.gum).__name__}")
+        if self.generator not in GENERATORS:
+            raise ValueError(f"generator must be one of {GENERATORS}, got {self.generator!r}")
+        it = self.pgm_iters
+        if isinstance(it, bool) or not isinstance(it, int) or it < 1:
+            raise ValueError(f"pgm_iters must be a positive integer, got {it!r}")
+        mb = self.pgm_memory_limit_mb
+        if isinstance(mb, bool) or not isinstance(mb, (int, float)) or not np.isfinite(mb) or mb <= 0:
+            raise ValueError(f"pgm_memory_limit_mb must be a finite number > 0, got {mb!r}")
 
     # ------------------------------------------------------------------ SELECT + MEASURE
     def measure(
@@ -570,23 +603,38 @@ class PrivSyn:
         *,
         person_ids: np.ndarray | None = None,
     ) -> SynthesisResult:
-        """SELECT / MEASURE (:meth:`measure`) then GENERATE with GUM.
+        """SELECT / MEASURE (:meth:`measure`) then GENERATE with GUM (or Private-PGM).
 
         ``extras`` holds the selection trace (``selection``: DataFrame of
         ``step, chosen, error``), ``selected_pairs``, ``cliques``, the per-marginal
         budget table (``budget``), ``n_estimate``, the GUM convergence trace
-        (``gum_trace``) and the :class:`PrivSynMeasurement` (``measurement``).
+        (``gum_trace``; ``None`` with ``generator="pgm"``, which reports
+        ``model_stats`` and ``junction_tree_mb`` instead) and the
+        :class:`PrivSynMeasurement` (``measurement``).
         """
         meas = self.measure(data, epsilon, delta, rng, person_ids=person_ids)
         t0 = time.perf_counter()
-        gen = self.gum.synthesize(data.domain, meas.consistent, meas.n_estimate, rng)
+        extras: dict[str, Any] = {}
+        if self.generator == "gum":
+            gen = self.gum.synthesize(data.domain, meas.consistent, meas.n_estimate, rng)
+            synthetic = gen.synthetic
+            extras.update(gum_trace=gen.trace, gum_converged=gen.converged)
+        else:
+            model, mb = self._fit_pgm(data.domain, meas)
+            synthetic = model.synthetic_data(meas.n_estimate, rng=rng)
+            extras.update(
+                gum_trace=None,
+                gum_converged=None,
+                junction_tree_mb=mb,
+                model_stats={k: v for k, v in model.stats.items() if k != "loss_history"},
+            )
         seconds = dict(meas.seconds)
         seconds["generate"] = time.perf_counter() - t0
         eps_spent, d = meas.ledger.spent_dp()
         params = asdict(self)
         return SynthesisResult(
-            synthetic=gen.synthetic,
-            mechanism="privsyn",
+            synthetic=synthetic,
+            mechanism="privsyn" if self.generator == "gum" else "privsyn-pgm",
             parameters=params,
             epsilon=eps_spent,
             delta=d,
@@ -598,10 +646,25 @@ class PrivSyn:
                 "cliques": meas.cliques,
                 "budget": meas.budget_table(),
                 "n_estimate": meas.n_estimate,
-                "gum_trace": gen.trace,
-                "gum_converged": gen.converged,
+                **extras,
                 "consistency_iterations": meas.consistency_iterations,
                 "measurement": meas,
             },
         )
 
+    def _fit_pgm(self, domain: Domain, meas: PrivSynMeasurement):
+        """Private-PGM (Eq. 4.2 of the NIST-MST/MST paper) on the raw noisy marginals, each
+        an identity measurement with its own ``σ_i / w`` (post-processing). Refuses, before
+        any allocation, a junction tree over ``pgm_memory_limit_mb``."""
+        cells, mb = junction_tree_size(domain, meas.cliques)
+        if mb > self.pgm_memory_limit_mb:
+            err = ModelTooLargeError(
+                f"PrivSyn-PGM: the {len(meas.cliques)} selected marginals triangulate into a junction tree of "
+                f"{mb:,.1f} MiB ({cells:,} cells) > pgm_memory_limit_mb={self.pgm_memory_limit_mb:,.1f}; "
+                "the graph is too dense for Private-PGM (PrivSyn §5) -- use generator='gum' or raise the limit"
+            )
+            err.size_mb, err.cells, err.cliques = mb, cells, list(meas.cliques)  # for callers that tabulate it
+            raise err
+        measurements = [Measurement(m.clique, None, m.estimate, m.std, name="×".join(m.clique)) for m in meas.noisy]
+        model = estimate(domain, measurements, iters=self.pgm_iters, memory_limit_mb=self.pgm_memory_limit_mb)
+        return model, mb

@@ -7,7 +7,7 @@ imported on first use, so registering a mechanism costs nothing (and PrivPGD's
 torch is imported only when PrivPGD runs). Another mechanism plugs in with one
 line, e.g.::
 
-    register("privpgd", "dpsynth.mechanisms.privpgd:PrivPGD")
+    register("privpgd", "dpsynth.inference.privpgd:PrivPGD.preset")
     register("privsyn", "dpsynth.mechanisms.privsyn:PrivSyn")
 
 A preset is a name bound to a factory plus keyword arguments (e.g. ``mst-prop4``).
@@ -46,10 +46,13 @@ class MechanismSpec:
             raise ValueError(
                 f"mechanism {self.name!r} is registered but its module {module!r} is not available ({exc})"
             ) from exc
+        obj: Any = mod
         try:
-            return getattr(mod, attr)
+            for part in attr.split("."):  # "Class.classmethod" factories are allowed
+                obj = getattr(obj, part)
         except AttributeError:
             raise ValueError(f"mechanism {self.name!r}: {module!r} has no attribute {attr!r}") from None
+        return obj
 
 
 _REGISTRY: dict[str, MechanismSpec] = {}
@@ -128,4 +131,21 @@ register(
     "privsyn",
     "dpsynth.mechanisms.privsyn:PrivSyn",
     description="PrivSyn: InDif selection (Algorithms 1-2, Eq. 1), consistency, GUM synthesis",
+)
+register(
+    "mst-gum",
+    "dpsynth.mechanisms.mst:MST",
+    generator="gum",
+    description="MST's selection and measurements, synthetic data from PrivSyn's GUM (§5.2) on its consistent marginals",
+)
+register(
+    "privsyn-pgm",
+    "dpsynth.mechanisms.privsyn:PrivSyn",
+    generator="pgm",
+    description="PrivSyn's selection and measurements (Algorithms 1-2, Eq. 1), synthetic data from Private-PGM",
+)
+register(
+    "privpgd",
+    "dpsynth.inference.privpgd:PrivPGD.preset",
+    description="PrivPGD (Donhauser et al. 2024): particle gradient descent on sliced Wasserstein (--preset default|fast)",
 )

@@ -176,3 +176,56 @@ def project_measures(
         seg = u64[bank.cell_offsets[s] : bank.cell_offsets[s + 1]]
         out.append(seg / seg.sum())
     return out, {"sw1_init": sw_init, "sw1_final": sw_final}
+
+
+def make_consistent(probs: Sequence[np.ndarray], cliques: Sequence[Sequence[int]], sizes: Sequence[int],
+                    iters: int = 50) -> list[np.ndarray]:
+    """Post-processing (ours, ``consistency=True``; not in the paper): make the projected
+    2-way measures agree on their shared 1-way marginals.
+
+    The measures are projected one by one from independently noised marginals, so the
+    ``d - 1`` measures containing attribute ``a`` imply ``d - 1`` different 1-way marginals
+    of ``a``; the particles, whose coordinate ``a`` serves all of them, are then pulled
+    towards conflicting quantiles at every step. Here every attribute gets one consensus
+    1-way marginal — the inverse-variance weighted mean of the implied ones (the 1-way
+    marginal of clique ``(a, b)`` sums ``n_b`` noisy cells, so its weight is ``1 / n_b``) —
+    and every measure is raked to its attributes' consensus marginals by ``iters``
+    rounds of iterative proportional fitting (multiplicative, so it stays a probability
+    measure with the same zero cells; a row that is all zero receives its consensus mass
+    spread uniformly). No data are touched, so this costs no privacy (post-processing).
+    """
+    d = len(sizes)
+    acc = [np.zeros(s) for s in sizes]
+    wsum = np.zeros(d)
+    tables = []
+    for p, c in zip(probs, cliques):
+        t = np.asarray(p, dtype=np.float64).reshape([sizes[i] for i in c])
+        tables.append(t)
+        for j, a in enumerate(c):
+            other = int(np.prod([sizes[i] for i in c])) // sizes[a]
+            acc[a] += t.sum(axis=tuple(x for x in range(len(c)) if x != j)) / other
+            wsum[a] += 1.0 / other
+    target = [acc[a] / acc[a].sum() if wsum[a] > 0 else None for a in range(d)]
+    out = []
+    for t, c in zip(tables, cliques):
+        t = t.copy()
+        k = len(c)
+        for _ in range(int(iters)):
+            for j, a in enumerate(c):
+                axes = tuple(x for x in range(k) if x != j)
+                cur = t.sum(axis=axes)
+                shape = [1] * k
+                shape[j] = -1
+                empty = cur <= 0
+                if np.any(empty & (target[a] > 0)):
+                    fill = np.zeros_like(t)
+                    idx = [slice(None)] * k
+                    idx[j] = empty
+                    fill[tuple(idx)] = 1.0 / (t.size // t.shape[j])
+                    t = t + fill
+                    cur = t.sum(axis=axes)
+                scale = np.divide(target[a], cur, out=np.zeros_like(cur), where=cur > 0)
+                t = t * scale.reshape(shape)
+        t = t.ravel()
+        out.append(t / t.sum())
+    return out
