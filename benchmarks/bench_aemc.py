@@ -15,40 +15,25 @@ Targets (issue 3, this 2-core machine): 3-way <= 8 s, MGD <= 15 s, peak <= 3 GB.
 from __future__ import annotations
 
 import argparse
-import gc
 import logging
 import os
 import sys
-import threading
 import time
 
 import numpy as np
 
 
 def _peak_rss_during(fn):
-    import psutil
+    """``(result, wall s, CPU s, peak RSS of the process so far in MiB, peak extra RSS during fn in MiB)``."""
+    import resource
 
-    proc = psutil.Process(os.getpid())
-    gc.collect()
-    base = proc.memory_info().rss
-    peak = [base]
-    stop = threading.Event()
+    from dpsynth.experiments.aemc_solvers import measure
 
-    def sample():
-        while not stop.is_set():
-            peak[0] = max(peak[0], proc.memory_info().rss)
-            stop.wait(0.01)
-
-    th = threading.Thread(target=sample, daemon=True)
-    th.start()
-    w0, c0 = time.perf_counter(), time.process_time()
-    try:
-        out = fn()
-    finally:
-        wall, cpu = time.perf_counter() - w0, time.process_time() - c0
-        stop.set()
-        th.join()
-    return out, wall, cpu, peak[0] / 2**20, (peak[0] - base) / 2**20
+    c0 = time.process_time()
+    out, wall, extra = measure(fn, interval=0.01)
+    cpu = time.process_time() - c0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out, wall, cpu, peak, extra
 
 
 def plain_full_graph_flow(prob) -> float:
