@@ -42,7 +42,7 @@ from ..dataset import Dataset
 from ..domain import Domain
 from ..inference.pgm import Measurement, estimate, junction_tree_size
 from ..privacy import BudgetLedger, exponential_mechanism, gaussian_mechanism
-from .base import SynthesisResult, check_privacy_params
+from .base import SynthesisResult, check_run_inputs
 
 __all__ = ["AIM", "all_kway", "workload_candidates"]
 
@@ -155,11 +155,7 @@ class AIM:
     def run(
         self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, **_: object
     ) -> SynthesisResult:
-        check_privacy_params(epsilon, delta)
-        if not isinstance(rng, np.random.Generator):
-            raise ValueError("rng must be an explicit numpy.random.Generator")
-        if not isinstance(data, Dataset) or len(data) == 0:
-            raise ValueError("data must be a non-empty Dataset")
+        check_run_inputs(data, epsilon, delta, rng)
         dom = data.domain
         workload = self.compiled_workload(dom)
         t0 = time.perf_counter()

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..dataset import Dataset
 
-__all__ = ["Mechanism", "SynthesisResult", "check_privacy_params"]
+__all__ = ["Mechanism", "SynthesisResult", "check_privacy_params", "check_run_inputs"]
 
 
 @dataclass
@@ -75,3 +75,14 @@ def check_privacy_params(epsilon: float, delta: float) -> None:
         raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
     if not (isinstance(delta, (int, float)) and np.isfinite(delta) and 0 < delta < 1):
         raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+
+
+def check_run_inputs(data: Dataset | None, epsilon: float, delta: float, rng: np.random.Generator) -> None:
+    """The checks every ``run`` makes before anything else (so no noise is drawn on bad
+    input): privacy parameters, an explicit ``numpy.random.Generator``, and (unless
+    ``data`` is None) a non-empty :class:`Dataset`."""
+    check_privacy_params(epsilon, delta)
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be an explicit numpy.random.Generator, got {type(rng).__name__}")
+    if data is not None and (not isinstance(data, Dataset) or len(data) == 0):
+        raise ValueError("data must be a non-empty Dataset")

@@ -20,7 +20,7 @@ import numpy as np
 from ..dataset import Dataset
 from ..inference.pgm import estimate
 from ..privacy import BudgetLedger, measure_marginals
-from .base import SynthesisResult, check_privacy_params
+from .base import SynthesisResult, check_run_inputs
 from .compression import noisy_marginal_measurement
 
 __all__ = ["Independent"]
@@ -39,11 +39,7 @@ class Independent:
     def run(
         self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, **_: object
     ) -> SynthesisResult:
-        check_privacy_params(epsilon, delta)
-        if not isinstance(rng, np.random.Generator):
-            raise ValueError("rng must be an explicit numpy.random.Generator")
-        if not isinstance(data, Dataset) or len(data) == 0:
-            raise ValueError("data must be a non-empty Dataset")
+        check_run_inputs(data, epsilon, delta, rng)
         t0 = time.perf_counter()
         ledger = BudgetLedger.from_dp(epsilon, delta, conversion=self.conversion)
         sigma = math.sqrt(1.0 / (2.0 * ledger.total))

@@ -49,7 +49,7 @@ from ..inference.gum import GUM
 from ..inference.pgm import GraphicalModel, Measurement, estimate
 from ..privacy import BudgetLedger, exponential_mechanism, measure_marginals
 from ..privacy.accounting import exponential_epsilon
-from .base import SynthesisResult, check_privacy_params
+from .base import SynthesisResult, check_run_inputs
 from .compression import Compression, compress_domain, noisy_marginal_measurement
 
 __all__ = ["GENERATORS", "MST", "DisjointSet", "check_cliques", "consistent_targets", "pair_errors", "private_kruskal"]
@@ -295,9 +295,7 @@ class MST:
     def run(
         self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, **_: object
     ) -> SynthesisResult:
-        check_privacy_params(epsilon, delta)
-        if not isinstance(rng, np.random.Generator):
-            raise ValueError("rng must be an explicit numpy.random.Generator")
+        check_run_inputs(None, epsilon, delta, rng)
         self.validate(data)
         times: dict[str, float] = {}
         t0 = time.perf_counter()
@@ -419,9 +417,7 @@ class MST:
         """Steps 1–4 only (calibrate, one-way measurements, compression, Algorithm 6): the pairs
         MST would measure — what the paper's selection-quality table logs. Spends the
         one-way and selection shares of the budget."""
-        check_privacy_params(epsilon, delta)
-        if not isinstance(rng, np.random.Generator):
-            raise ValueError("rng must be an explicit numpy.random.Generator")
+        check_run_inputs(None, epsilon, delta, rng)
         self.validate(data)
         ledger = BudgetLedger.from_dp(epsilon, delta, conversion=self.conversion)
         sigma1 = math.sqrt(1.0 / (2.0 * ledger.portion(self.oneway_share)))

@@ -44,7 +44,7 @@ from ..dataset import Dataset
 from ..domain import Attribute, Domain
 from ..privacy import BudgetLedger, measure_marginals
 from ..privacy.accounting import eq51_sigma
-from .base import SynthesisResult, check_privacy_params
+from .base import SynthesisResult, check_run_inputs
 from .compression import Compression, compress_domain, noisy_marginal_measurement
 from .mst import check_cliques
 
@@ -399,9 +399,7 @@ class NISTMST:
         public: Dataset | None = None,
         **_: object,
     ) -> SynthesisResult:
-        check_privacy_params(epsilon, delta)
-        if not isinstance(rng, np.random.Generator):
-            raise ValueError("rng must be an explicit numpy.random.Generator")
+        check_run_inputs(None, epsilon, delta, rng)
         self.validate(data, public)
         times: dict[str, float] = {}
         t0 = time.perf_counter()
