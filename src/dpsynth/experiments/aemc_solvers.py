@@ -40,10 +40,22 @@ PROFILES = {
 
 def measure(fn: Callable[[], object], interval: float = 0.005) -> tuple[object, float, float]:
     """Run ``fn``; return ``(result, wall seconds, peak extra RSS in MiB)``
-    (resident memory sampled in a thread, so native allocations count)."""
+    (resident memory sampled in a thread, so native allocations count; the RSS
+    of worker processes ``fn`` starts is added, pages they share with this
+    process counted twice, so the figure is an upper bound)."""
     import psutil
 
     proc = psutil.Process(os.getpid())
+
+    def rss() -> int:
+        total = proc.memory_info().rss
+        for child in proc.children(recursive=True):
+            try:
+                total += child.memory_info().rss
+            except psutil.Error:  # ended between the listing and the reading
+                pass
+        return total
+
     gc.collect()
     base = proc.memory_info().rss
     peak = [base]
@@ -51,7 +63,7 @@ def measure(fn: Callable[[], object], interval: float = 0.005) -> tuple[object, 
 
     def sample():
         while not stop.is_set():
-            peak[0] = max(peak[0], proc.memory_info().rss)
+            peak[0] = max(peak[0], rss())
             stop.wait(interval)
 
     th = threading.Thread(target=sample, daemon=True)

@@ -20,7 +20,7 @@ from .problem import AEMCProblem
 from .result import AEMCResult, Plan
 from .scaling import INT_LIMIT, exact_scale, scale_to_int
 
-__all__ = ["solve_flow", "solve_graph"]
+__all__ = ["integer_network", "ortools_min_cost_flow", "solve_flow", "solve_graph"]
 
 
 def _status_name(smcf, status) -> str:
@@ -49,20 +49,9 @@ def _cap_scale(prob: AEMCProblem, tolerance: float | None):
         s *= 2
 
 
-def solve_graph(g: FlowGraph, cost_scale: int, cap_scale: int, *, what: str = "AEMC", want_flows: bool = False):
-    """Solve a :class:`FlowGraph` with integer-scaled costs/capacities.
-
-    Returns ``(optimal_cost_fraction, flows_or_None, seconds_build, seconds_solve)``.
-    """
-    try:
-        from ortools.graph.python import min_cost_flow
-    except ImportError as exc:  # pragma: no cover
-        raise ImportError(
-            "the flow solver needs OR-Tools (pip install ortools); if it is installed, highspy was loaded first "
-            "in this process (both bundle HiGHS): import dpsynth.metrics.aemc before highspy/cvxpy's HIGHS"
-        ) from exc
-
-    t0 = time.perf_counter()
+def integer_network(g: FlowGraph, cost_scale: int, cap_scale: int, what: str = "AEMC"):
+    """``(cost, cap, supply)`` of ``g`` as exact int64 arrays (unbounded arcs get
+    a capacity above any feasible flow); ``ValueError`` beyond 64-bit limits."""
     cost = g.int_cost if g.int_cost is not None else scale_to_int(g.cost, cost_scale, f"{what}: moving costs")
     sup = scale_to_int(g.supply, cap_scale, f"{what}: supplies")
     finite = np.isfinite(g.cap)
@@ -73,27 +62,49 @@ def solve_graph(g: FlowGraph, cost_scale: int, cap_scale: int, *, what: str = "A
     cap = np.full(g.n_arcs, inf_cap, dtype=np.int64)
     if finite.any():
         cap[finite] = scale_to_int(g.cap[finite], cap_scale, f"{what}: capacities")
-    max_cost = int(cost.max()) if cost.size else 0
+    max_cost = int(np.abs(cost).max()) if cost.size else 0
     if max_cost * (g.n_nodes + 1) >= INT_LIMIT or max_cost * inf_cap >= INT_LIMIT:
         raise ValueError(
             f"{what}: scaled costs (max {max_cost}, scale {cost_scale}) times the network size/flow exceed 64 bits; "
             "use solver='lp'"
         )
+    return cost, cap, sup
+
+
+def ortools_min_cost_flow(tail, head, cap, cost, sup, what: str = "AEMC"):
+    """Solve an integer network with OR-Tools' ``SimpleMinCostFlow`` in one
+    vectorised call; returns ``(optimal_cost, flows)`` as exact integers."""
+    try:
+        from ortools.graph.python import min_cost_flow
+    except ImportError as exc:  # pragma: no cover
+        raise ImportError(
+            "the flow solver needs OR-Tools (pip install ortools); if it is installed, highspy was loaded first "
+            "in this process (both bundle HiGHS): import dpsynth.metrics.aemc before highspy/cvxpy's HIGHS"
+        ) from exc
     smcf = min_cost_flow.SimpleMinCostFlow()
     arcs = smcf.add_arcs_with_capacity_and_unit_cost(
-        g.tail.astype(np.int32), g.head.astype(np.int32), cap, cost
+        np.asarray(tail, dtype=np.int32), np.asarray(head, dtype=np.int32), cap, cost
     )
     nz = np.flatnonzero(sup)
     smcf.set_nodes_supplies(nz.astype(np.int32), sup[nz])
-    t1 = time.perf_counter()
     status = smcf.solve()
-    t2 = time.perf_counter()
     if status != smcf.OPTIMAL:
         raise RuntimeError(f"{what}: OR-Tools min-cost flow returned {_status_name(smcf, status)}")
-    opt = Fraction(int(smcf.optimal_cost()), cost_scale * cap_scale)
-    flows = None
-    if want_flows:
-        flows = np.asarray(smcf.flows(arcs), dtype=np.float64) / cap_scale
+    return int(smcf.optimal_cost()), np.asarray(smcf.flows(arcs), dtype=np.int64)
+
+
+def solve_graph(g: FlowGraph, cost_scale: int, cap_scale: int, *, what: str = "AEMC", want_flows: bool = False):
+    """Solve a :class:`FlowGraph` with integer-scaled costs/capacities.
+
+    Returns ``(optimal_cost_fraction, flows_or_None, seconds_build, seconds_solve)``.
+    """
+    t0 = time.perf_counter()
+    cost, cap, sup = integer_network(g, cost_scale, cap_scale, what)
+    t1 = time.perf_counter()
+    opt_int, iflows = ortools_min_cost_flow(g.tail, g.head, cap, cost, sup, what)
+    t2 = time.perf_counter()
+    opt = Fraction(opt_int, cost_scale * cap_scale)
+    flows = iflows.astype(np.float64) / cap_scale if want_flows else None
     return opt, flows, t1 - t0, t2 - t1
 
 

@@ -7,8 +7,11 @@
 - ``"flow"``: min-cost flow with OR-Tools (Appendix A), on the neighbour graph
   of §6.3 when the problem has per-attribute metrics, else the full graph;
 - ``"fast"``: the closed forms of :mod:`.fast` (``ValueError`` if none applies);
-- ``"auto"``: the fastest exact path — a closed form when one applies, else the
-  flow when costs and counts scale to integers exactly, else the LP (up to
+- ``"auto"``: the fastest exact path — a closed form when one applies, else
+  independent sub-problems (∞-weighted attributes, or a relaxed ordinal
+  attribute certified by dual potentials, :mod:`.decompose`; ``workers=`` and
+  ``decompose=False`` control it), else the flow when costs and counts scale
+  to integers exactly, else the LP (up to
   ``LP_MAX_BINS`` bins), else the flow with counts rounded to a grid whose
   effect is bounded by ``tolerance`` (default 1e-9 of the AEMC scale) and
   reported in ``error_bound`` — never silently.
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .decompose import solve_decomposed
 from .fast import fast_path
 from .flow import solve_flow
 from .lp import solve_lp
@@ -40,11 +44,16 @@ def _fast(prob: AEMCProblem, **kw) -> AEMCResult:
 LP_MAX_BINS = 20_000
 
 
-def _auto(prob: AEMCProblem, *, plan: bool = False, tolerance: float | None = None, **kw) -> AEMCResult:
+def _auto(prob: AEMCProblem, *, plan: bool = False, tolerance: float | None = None, decompose: bool = True,
+          workers: int | None = None, **kw) -> AEMCResult:
     if not plan:
         res = fast_path(prob)
         if res is not None:
             return res
+        if decompose and kw.get("graph", "auto") != "full":
+            res = solve_decomposed(prob, workers=workers)
+            if res is not None:
+                return res
     try:
         return solve_flow(prob, plan=plan, tolerance=tolerance, graph=kw.get("graph", "auto"))
     except ValueError as exc:
