@@ -1,7 +1,8 @@
 """AEMC, the Approximate Earth Mover Cost of the MGD paper (Li, Dang, Wang, Li,
 NSysS 2021), Eq. (1): problem definition, semantic distances (§4.3.1, Eq. 2),
 solvers (LP §6.1, min-cost flow §6.2/Appendix A on the neighbour graph §6.3,
-closed forms) and the fine-grained report (§4.4).
+closed forms, exact decomposition with a dual certificate) and the fine-grained
+report (§4.4).
 
 >>> import numpy as np
 >>> from dpsynth.domain import Domain
@@ -17,6 +18,7 @@ try:  # pin the load order: OR-Tools before highspy (both bundle HiGHS symbols)
 except ImportError:  # pragma: no cover
     pass
 
+from .decompose import solve_decomposed
 from .distance import AxisMetric, axis_metric, bin_distance
 from .fast import fast_path
 from .flow import solve_flow
@@ -28,7 +30,8 @@ from .spec import AttributeSpec, Distance, MarginalSpec, load_specs, specs_to_js
 
 __all__ = [
     "AEMCProblem", "AEMCResult", "AttributeSpec", "AxisMetric", "Distance", "MarginalSpec", "Plan", "SOLVERS",
-    "aemc", "axis_metric", "bin_distance", "fast_path", "load_specs", "solve", "solve_flow", "solve_lp",
+    "aemc", "axis_metric", "bin_distance", "fast_path", "load_specs", "solve", "solve_decomposed", "solve_flow",
+    "solve_lp",
     "specs_to_json",
 ]
 

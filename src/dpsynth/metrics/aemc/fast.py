@@ -68,9 +68,3 @@ def fast_path(prob: AEMCProblem) -> AEMCResult | None:
     return AEMCResult(value=prob.normalise(cost), cost=cost, solver=kind, seconds=time.perf_counter() - t0,
                       q_total=prob.q_total)
 
-
-def components(prob: AEMCProblem) -> list[int]:
-    """Axes weighted ∞ (each value combination is an independent component)."""
-    if prob.axes is None:
-        return []
-    return [i for i, a in enumerate(prob.axes) if a.kind == "forbid" and a.k > 1]
