@@ -1,10 +1,10 @@
-# dpsynth: the verbs. A fresh machine needs only `make reproduce` and `make test`.
+# margsynth: the verbs. A fresh machine needs only `make reproduce` and `make test`.
 #
 #   make reproduce [PROFILE=quick|full] [ONLY="01 02"]   execute the notebooks (papermill)
 #   make test                                              the whole test suite, notebooks included (quick)
 #   make setup | data | bench | lint | clean
 #
-# Data come from the pinned URLs, or from a local mirror: DPSYNTH_DATA_MIRROR=/path/to/mirror.
+# Data come from the pinned URLs, or from a local mirror: MARGSYNTH_DATA_MIRROR=/path/to/mirror.
 
 PYTHON  ?= python3
 VENV    ?= .venv
@@ -12,7 +12,7 @@ PY      := $(VENV)/bin/python
 PROFILE ?= quick
 ONLY    ?=
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
-STAMP   := $(VENV)/.dpsynth-installed
+STAMP   := $(VENV)/.margsynth-installed
 
 .PHONY: setup data reproduce figures test test-fast bench lint clean
 
@@ -29,13 +29,13 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 data: setup
-	$(PY) -m dpsynth data fetch --keep-going
+	$(PY) -m margsynth data fetch --keep-going
 
 reproduce: data
-	$(PY) -m dpsynth reproduce --profile $(PROFILE) $(if $(ONLY),--only $(ONLY),)
+	$(PY) -m margsynth reproduce --profile $(PROFILE) $(if $(ONLY),--only $(ONLY),)
 
 figures: setup
-	$(PY) -m dpsynth reproduce --figures-only $(if $(ONLY),--only $(ONLY),)
+	$(PY) -m margsynth reproduce --figures-only $(if $(ONLY),--only $(ONLY),)
 
 test: data
 	$(PY) -m pytest -n 2 --dist loadgroup

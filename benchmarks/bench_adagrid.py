@@ -20,7 +20,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from dpsynth.mechanisms.adagrid import AdaptiveGrid, adaptive_query, brute_force_sensitivity, column_norms
+from margsynth.mechanisms.adagrid import AdaptiveGrid, adaptive_query, brute_force_sensitivity, column_norms
 
 
 def best(fn, repeat=3):
@@ -60,10 +60,10 @@ def main() -> None:
     assert (q.matrix != qr).nnz == 0 and np.allclose(column_norms(q.matrix), 1.0)
     print(f"adaptive query matrix, {shape} = {np.prod(shape):,} cells "
           f"({q.n_identity} identity + {q.n_aggregate} aggregate rows)")  # fmt: skip
-    print(f"  dpsynth adaptive_query      : {ours:8.4f} s")
+    print(f"  margsynth adaptive_query      : {ours:8.4f} s")
     print(f"  cell-by-cell Python loops   : {ref:8.4f} s   ratio {ref / ours:6.1f}x")
 
-    from dpsynth import Dataset, Domain
+    from margsynth import Dataset, Domain
 
     dom = Domain.from_sizes({"a": 40, "b": 40, "c": 2})
     codes = np.stack([rng.integers(0, s, 5000) for s in dom.shape], axis=1)
@@ -88,10 +88,10 @@ def main() -> None:
     ref, worst = best(loop, repeat=1)
     assert abs(worst - res[0]["max_change"]) < 1e-12
     print(f"brute-force sensitivity, {res[0]['neighbours']:,} neighbours")
-    print(f"  dpsynth (one sparse product): {ours:8.4f} s")
+    print(f"  margsynth (one sparse product): {ours:8.4f} s")
     print(f"  one Q @ delta per neighbour : {ref:8.4f} s   ratio {ref / ours:6.1f}x")
 
-    from dpsynth.data import load
+    from margsynth.data import load
 
     adult = load("adult")
     print(f"mechanism run on adult ({len(adult):,} records), eps=1, delta=1e-9, 500 PGM iterations")

@@ -10,7 +10,7 @@ ours in one process (``workers=1``), and peak resident memory (workers
 included). ``--reference`` also times the reference-style build (arcs added one
 by one from a Python loop, as the authors' code did; about 90 s). ``--all``
 times the 3-way of every scored file with the rounds of the month-relaxed
-decomposition (:mod:`dpsynth.metrics.aemc.decompose`): the dropped month arcs
+decomposition (:mod:`margsynth.metrics.aemc.decompose`): the dropped month arcs
 that failed the certificate in the first round, and the month boundaries left
 open at the end (11 = every month its own piece; 0 = the whole network).
 
@@ -32,7 +32,7 @@ def _peak_rss_during(fn):
     """``(result, wall s, CPU s, peak RSS of the process so far in MiB, peak extra RSS during fn in MiB)``."""
     import resource
 
-    from dpsynth.experiments.aemc_solvers import measure
+    from margsynth.experiments.aemc_solvers import measure
 
     def cpu_now() -> float:  # this process and its finished children (the decomposition's workers)
         ch = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -51,8 +51,8 @@ def plain_full_graph_flow(prob) -> float:
     data's order), handed to OR-Tools in one vectorised call."""
     from ortools.graph.python import min_cost_flow
 
-    from dpsynth.metrics.aemc.graph import neighbour_graph
-    from dpsynth.metrics.aemc.scaling import exact_scale
+    from margsynth.metrics.aemc.graph import neighbour_graph
+    from margsynth.metrics.aemc.scaling import exact_scale
 
     g = neighbour_graph(prob, prune=False, directed_hubs=False, reorder=False)  # Appendix A / §6.3 as written
     scale = exact_scale(np.append(g.cost, prob.alpha), "costs")
@@ -77,11 +77,11 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     logging.getLogger("cvxpy").setLevel(logging.ERROR)
 
-    from dpsynth.data.baltimore import load_synthetic, load_truth
-    from dpsynth.experiments.aemc_solvers import reference_loop_flow
-    from dpsynth.metrics.aemc import AEMCProblem, solve
-    from dpsynth.metrics.baltimore import table1_specs
-    from dpsynth.metrics.mgd import mgd
+    from margsynth.data.baltimore import load_synthetic, load_truth
+    from margsynth.experiments.aemc_solvers import reference_loop_flow
+    from margsynth.metrics.aemc import AEMCProblem, solve
+    from margsynth.metrics.baltimore import table1_specs
+    from margsynth.metrics.mgd import mgd
 
     truth, synth = load_truth(), load_synthetic(args.file)
     if truth.source != "real":
@@ -119,7 +119,7 @@ def main(argv=None) -> int:
     print(f"targets: 3-way <= 8 s ({'met' if w_ours <= 8 else 'NOT met'}: {w_ours:.2f} s wall, {c_ours:.2f} s CPU), "
           f"MGD <= 15 s ({'met' if w_m <= 15 else 'NOT met'}: {w_m:.2f} s wall, {c_m:.2f} s CPU)")
     if args.all:
-        from dpsynth.data.baltimore import synthetic_names
+        from margsynth.data.baltimore import synthetic_names
 
         print(f"\n3-way AEMC of every scored file (auto)\n{'file':30s} {'solver':16s} {'wall s':>7s} {'cpu s':>7s}  "
               f"{'rounds':>6s} {'violated arcs':>13s} {'open cuts':>9s}  value")

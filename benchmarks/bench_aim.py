@@ -1,6 +1,6 @@
 """AIM on adult at ε = 1 with the all-3-way workload: time and tv-3way vs MST (issue 5).
 
-Set-up: ``dpsynth.data.load("adult")`` (48,842 × 14); ``AIM()`` with the published
+Set-up: ``margsynth.data.load("adult")`` (48,842 × 14); ``AIM()`` with the published
 defaults (McKenna et al. 2022 / the authors' ``aim.py``): workload = all 364 3-way
 marginals (weight 1), rounds T = 16·d = 224, 1,000 Private-PGM iterations per round
 (warm-started), 2,500 for the final model, model-size cap 80 MB, α = 0.9, ρ by the
@@ -23,10 +23,10 @@ import time
 
 import numpy as np
 
-from dpsynth.data import load
-from dpsynth.mechanisms.aim import AIM
-from dpsynth.mechanisms.mst import MST
-from dpsynth.metrics.suite import tv_kway
+from margsynth.data import load
+from margsynth.mechanisms.aim import AIM
+from margsynth.mechanisms.mst import MST
+from margsynth.metrics.suite import tv_kway
 
 AUTHORS_AIM_TV3 = 0.103
 TARGET_SECONDS = 600.0

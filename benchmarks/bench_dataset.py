@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from dpsynth import Dataset, Domain
+from margsynth import Dataset, Domain
 
 
 def best(fn, repeat=5):
@@ -38,7 +38,7 @@ def main() -> None:
     b, _ = np.histogramdd(codes, bins=[np.arange(s + 1) for s in domain.shape])
     assert np.array_equal(a, b)
     print("1,000,000 records x 3 attributes (580,464 cells)")
-    print(f"  dpsynth Dataset.marginal : {ours:8.4f} s")
+    print(f"  margsynth Dataset.marginal : {ours:8.4f} s")
     print(f"  pandas groupby().size()  : {pandas_t:8.4f} s   ratio {pandas_t / ours:6.1f}x")
     print(f"  numpy.histogramdd        : {hist_t:8.4f} s   ratio {hist_t / ours:6.1f}x")
 

@@ -1,6 +1,6 @@
 """MST on adult: quality (tv-3way), end-to-end time and peak memory (issue 5).
 
-Set-up (stated so the numbers can be compared): ``dpsynth.data.load("adult")`` —
+Set-up (stated so the numbers can be compared): ``margsynth.data.load("adult")`` —
 48,842 records, 14 attributes; ``MST()`` with its defaults (NIST-MST/MST paper §6:
 1/3–1/3–1/3 zCDP split, ρ by the CKS conversion as the authors' ``cdp_rho``, domain
 compression, 1,000 Private-PGM iterations for the selection model and 5,000 for the
@@ -24,9 +24,9 @@ import time
 
 import numpy as np
 
-from dpsynth.data import load
-from dpsynth.mechanisms.mst import MST
-from dpsynth.metrics.suite import tv_kway
+from margsynth.data import load
+from margsynth.mechanisms.mst import MST
+from margsynth.metrics.suite import tv_kway
 
 AUTHORS = {"seconds": 140.0, "peak_gb": 3.0, "tv3": {0.3: 0.167, 1.0: 0.114, 8.0: 0.100}}
 TARGET_TV3_EPS1 = 0.120

@@ -2,7 +2,7 @@
 
 Set-up (stated so the numbers can be compared):
 
-* data: ``dpsynth.data.load("adult")`` — 48,842 records, 14 attributes;
+* data: ``margsynth.data.load("adult")`` — 48,842 records, 14 attributes;
 * measurements as MST takes them at epsilon = 1, delta = 1e-9 (NIST-MST/MST
   paper §6 and appendix "Noise calibration for MST"): rho = the largest zCDP
   budget that Prop. 4 converts to (1, 1e-9)-DP (0.011781), sigma = sqrt(3 /
@@ -41,9 +41,9 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
-from dpsynth.data import load
-from dpsynth.inference.pgm import Measurement, estimate, junction_tree_size
-from dpsynth.privacy.accounting import zcdp_rho
+from margsynth.data import load
+from margsynth.inference.pgm import Measurement, estimate, junction_tree_size
+from margsynth.privacy.accounting import zcdp_rho
 
 REFERENCE = {"setup_s": 11.0, "per_iter_ms": 2.0, "total_10k_s": 32.0, "peak_gb": 2.7}
 

@@ -2,7 +2,7 @@
 
 Set-up (stated so the numbers can be compared):
 
-* data: ``dpsynth.data.load("adult")`` — 48,842 records, 14 attributes, all 91 2-way
+* data: ``margsynth.data.load("adult")`` — 48,842 records, 14 attributes, all 91 2-way
   marginals measured by the Gaussian mechanism at eps = 2.5, delta = 1e-5 (zCDP ledger);
 * part 1, the paper's defaults (``PrivPGD.preset("default")``: 100,000 particles,
   1,000 epochs, 10 projections per marginal, batches of 5, 80% of gradient entries
@@ -13,8 +13,8 @@ Set-up (stated so the numbers can be compared):
   extrapolated full-default runtime ``setup + 1750 s_iter + 1000 s_epoch`` — it never
   runs the full 45-minute default;
 * part 2, the ``fast`` preset end to end at eps = 2.5: wall time and the average 2-way
-  TV (``dpsynth.metrics.evaluation.tv_2way``) and sliced-W1 distance against the data
-  synthesised from, next to PGM+MST (``dpsynth.mechanisms.mst.MST``) run on the same data
+  TV (``margsynth.metrics.evaluation.tv_2way``) and sliced-W1 distance against the data
+  synthesised from, next to PGM+MST (``margsynth.mechanisms.mst.MST``) run on the same data
   with the same seed in the same script, and the ratio of the two.
 
 Targets (issue 6): full defaults on adult <= 45 minutes, fast preset <= 5 minutes, peak
@@ -42,9 +42,9 @@ import time
 import numpy as np
 import torch
 
-from dpsynth.data import load
-from dpsynth.inference.privpgd import PrivPGD
-from dpsynth.metrics.evaluation import counting_queries, sw_2way, tv_2way
+from margsynth.data import load
+from margsynth.inference.privpgd import PrivPGD
+from margsynth.metrics.evaluation import counting_queries, sw_2way, tv_2way
 
 REFERENCE = {"s_per_projection_iter": 7.0, "s_per_epoch": 33.0}
 PAPER = PrivPGD.preset("default")
@@ -97,7 +97,7 @@ def part_fast(data, args) -> None:
     cq = counting_queries(data, res.synthetic, rng=np.random.default_rng(0))
     print(f"fast preset wall time                 {wall:8.1f} s  ({cpu:.1f} s cpu; target <= 300 s)")
     print(f"phases (wall): { {k: round(v, 1) for k, v in res.seconds.items()} }")
-    from dpsynth.mechanisms.mst import MST
+    from margsynth.mechanisms.mst import MST
 
     t = time.perf_counter()
     mst = MST().run(data, args.epsilon, args.delta, np.random.default_rng(args.seed))

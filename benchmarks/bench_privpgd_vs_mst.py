@@ -2,7 +2,7 @@
 sliced-Wasserstein distance over the 2-way marginals and on the counting-query error,
 averaged over 3 seeds, at eps = 2.5, delta = 1e-5.
 
-Protocol: the sweep of :mod:`dpsynth.experiments.sweep` (fixed 80/20 split of adult,
+Protocol: the sweep of :mod:`margsynth.experiments.sweep` (fixed 80/20 split of adult,
 synthesis on the 80%, metrics against the 80%; jobs memoized on disk), seeds 0, 1, 2.
 PrivPGD runs the ``fast`` preset by default (30,000 particles, 200 epochs, consistency
 step; ~2 min of CPU per run) — ``--preset default`` runs the paper's hyperparameters
@@ -29,8 +29,8 @@ import argparse
 import sys
 import time
 
-from dpsynth.experiments.privpgd_benchmark import ensure_privpgd_registered, method_params
-from dpsynth.experiments.sweep import grid, run_sweep
+from margsynth.experiments.privpgd_benchmark import ensure_privpgd_registered, method_params
+from margsynth.experiments.sweep import grid, run_sweep
 
 METRICS = ("sw-2way", "counting-queries", "tv-2way")
 

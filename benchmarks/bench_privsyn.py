@@ -2,7 +2,7 @@
 
 Set-up (stated so the numbers can be compared):
 
-* data: ``dpsynth.data.baltimore.load_records()`` -- 1,455,608 incident records over
+* data: ``margsynth.data.baltimore.load_records()`` -- 1,455,608 incident records over
   neighborhood (278) x month (12) x incident type (174) (the offline surrogate
   when the real files are absent; the script says which);
 * mechanism: ``PrivSyn(max_records_per_person=2)`` with its defaults (10% InDif,
@@ -15,7 +15,7 @@ Two reference approaches, run side by side:
 
 1. **GUM update, vectorised vs per-cell loop.** One GUM update of the
    neighborhood x incident-type marginal (48,372 cells) done by
-   :class:`dpsynth.inference.gum.GUM` and by a straightforward reference that
+   :class:`margsynth.inference.gum.GUM` and by a straightforward reference that
    loops over the under-/over-counted cells in Python (the structure of the
    authors' public code), on the same records; prints the ratio.
 2. **Max-entropy reference for the 3-way table.** The measured pairs define a
@@ -36,10 +36,10 @@ import time
 
 import numpy as np
 
-from dpsynth.data.baltimore import load_truth
-from dpsynth.experiments.privsyn_baltimore import ASSUMED_MAX_RECORDS_PER_PERSON, challenge_delta
-from dpsynth.inference.gum import GUM
-from dpsynth.mechanisms.privsyn import PrivSyn
+from margsynth.data.baltimore import load_truth
+from margsynth.experiments.privsyn_baltimore import ASSUMED_MAX_RECORDS_PER_PERSON, challenge_delta
+from margsynth.inference.gum import GUM
+from margsynth.mechanisms.privsyn import PrivSyn
 
 
 def loop_update(codes: np.ndarray, cols, shape, target: np.ndarray, alpha: float, rng: np.random.Generator) -> int:
@@ -115,7 +115,7 @@ def main() -> int:
     moved_l = loop_update(b, [0, 2], (278, 174), target, 1.0, np.random.default_rng(2))
     tl = time.perf_counter() - t0
     print("one GUM update of neighborhood x incident_type (48,372 cells), alpha = 1:")
-    print(f"  dpsynth GUM (vectorised)  : {tv:8.3f} s  ({moved_v:,} records moved)")
+    print(f"  margsynth GUM (vectorised)  : {tv:8.3f} s  ({moved_v:,} records moved)")
     print(f"  per-cell Python loop      : {tl:8.3f} s  ({moved_l:,} records moved)   ratio {tl / tv:6.1f}x")
 
     # 2. max-entropy reference for the 3-way table

@@ -1,4 +1,4 @@
-"""Shared fixtures. The real data come from $DPSYNTH_DATA_MIRROR (CI: ../shared/data)
+"""Shared fixtures. The real data come from $MARGSYNTH_DATA_MIRROR (CI: ../shared/data)
 or the local cache; tests needing them skip with a reason when neither has them."""
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ SHARED_MIRROR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
 def mirror() -> Path | None:
-    env = os.environ.get("DPSYNTH_DATA_MIRROR")
+    env = os.environ.get("MARGSYNTH_DATA_MIRROR")
     if env and Path(env).is_dir():
         return Path(env)
     return SHARED_MIRROR if SHARED_MIRROR.is_dir() else None
 
 
 def real_data_available(name: str) -> bool:
-    from dpsynth.data import is_available
+    from margsynth.data import is_available
 
     return is_available(name, mirror=mirror())
 
@@ -27,8 +27,8 @@ def real_data_available(name: str) -> bool:
 @pytest.fixture(scope="session", autouse=True)
 def _mirror_env():
     m = mirror()
-    if m is not None and not os.environ.get("DPSYNTH_DATA_MIRROR"):
-        os.environ["DPSYNTH_DATA_MIRROR"] = str(m)
+    if m is not None and not os.environ.get("MARGSYNTH_DATA_MIRROR"):
+        os.environ["MARGSYNTH_DATA_MIRROR"] = str(m)
     os.environ.setdefault("MPLBACKEND", "Agg")
     yield
 

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
-from dpsynth import Dataset, Domain
-from dpsynth.mechanisms.adagrid import (
+from margsynth import Dataset, Domain
+from margsynth.mechanisms.adagrid import (
     AdaptiveGrid,
     adaptive_query,
     brute_force_sensitivity,
@@ -25,7 +25,7 @@ from dpsynth.mechanisms.adagrid import (
     measure_rounds,
     window_marginals,
 )
-from dpsynth.privacy import BudgetLedger, compose_gdp, gdp_delta, gdp_epsilon, gdp_mu, gdp_mu_for_dp, gdp_sigma
+from margsynth.privacy import BudgetLedger, compose_gdp, gdp_delta, gdp_epsilon, gdp_mu, gdp_mu_for_dp, gdp_sigma
 
 from .conftest import needs_real
 
@@ -223,7 +223,7 @@ def test_brute_force_literal_neighbours_tiny():
 
 
 def test_run_time_norm_check_fires(monkeypatch, small_data):
-    import dpsynth.mechanisms.adagrid as ag
+    import margsynth.mechanisms.adagrid as ag
 
     real = ag.adaptive_query
 
@@ -275,7 +275,7 @@ def test_downward_closure_and_defaults():
     assert default_marginals("unknown", d) == window_marginals(d)
     big = Domain.from_sizes({"a": 100, "b": 100, "c": 100, "d": 2})
     assert window_marginals(big, max_cells=250_000) == (("a", "b"), ("b", "c"), ("b", "c", "d"))
-    from dpsynth.mechanisms.adagrid import DEFAULT_OUTER
+    from margsynth.mechanisms.adagrid import DEFAULT_OUTER
 
     adult_like = Domain.from_sizes({a: 2 for a in sorted({a for s in DEFAULT_OUTER["adult"] for a in s})})
     assert default_marginals("", adult_like) == DEFAULT_OUTER["adult"]  # recognised by its schema (CLI use)
@@ -320,7 +320,7 @@ def test_person_column_is_dropped_and_clipped():
 
 @needs_real("nltcs")
 def test_runs_on_nltcs_and_reports_rounds():
-    from dpsynth.data import load
+    from margsynth.data import load
 
     data = load("nltcs")
     r = AdaptiveGrid(dataset="nltcs", iters=100).run(data, 0.1, 1e-9, np.random.default_rng(0))
@@ -344,9 +344,9 @@ def test_sparse_measurements_reach_pgm(small_data):
 # ----------------------------------------------------------------------------- notebook 07's computations
 @needs_real("nltcs")
 def test_experiment_run_one_and_sensitivity_check(monkeypatch):
-    from dpsynth.experiments import adagrid as exp
+    from margsynth.experiments import adagrid as exp
 
-    monkeypatch.setenv("DPSYNTH_CACHE", "off")
+    monkeypatch.setenv("MARGSYNTH_CACHE", "off")
     out = exp.run_one("nltcs", 0.1, 0, "adaptive", iters=30)
     errors = pd.DataFrame(out["errors"])
     assert set(errors["workload"]) >= {"measured marginals", "all 3-way marginals", "measured 3-way"}
@@ -359,7 +359,7 @@ def test_experiment_run_one_and_sensitivity_check(monkeypatch):
 
 
 def test_tv_error_zero_on_identical_and_one_on_disjoint():
-    from dpsynth.experiments.adagrid import tv_error
+    from margsynth.experiments.adagrid import tv_error
 
     dom = Domain.from_sizes({"a": 2, "b": 2})
     d1 = Dataset(np.array([[0, 0], [0, 1]]), dom)

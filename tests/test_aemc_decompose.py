@@ -1,4 +1,4 @@
-"""Exact decomposition of AEMC (dpsynth.metrics.aemc.decompose): ∞-weighted
+"""Exact decomposition of AEMC (margsynth.metrics.aemc.decompose): ∞-weighted
 components, the relaxed ordinal attribute with its dual certificate, the
 residual potentials behind it, and worker processes."""
 
@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpsynth.metrics.aemc import AEMCProblem, solve
-from dpsynth.metrics.aemc.decompose import relax_axis, residual_potentials, solve_decomposed
-from dpsynth.metrics.aemc.distance import AxisMetric
-from dpsynth.metrics.aemc.flow import integer_network, ortools_min_cost_flow
-from dpsynth.metrics.aemc.graph import neighbour_graph
-from dpsynth.metrics.aemc.instances import random_problem
+from margsynth.metrics.aemc import AEMCProblem, solve
+from margsynth.metrics.aemc.decompose import relax_axis, residual_potentials, solve_decomposed
+from margsynth.metrics.aemc.distance import AxisMetric
+from margsynth.metrics.aemc.flow import integer_network, ortools_min_cost_flow
+from margsynth.metrics.aemc.graph import neighbour_graph
+from margsynth.metrics.aemc.instances import random_problem
 
 RTOL = 1e-9
 

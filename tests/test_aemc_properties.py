@@ -11,9 +11,9 @@ import math
 import numpy as np
 import pytest
 
-from dpsynth.domain import Attribute, Domain
-from dpsynth.metrics.aemc import AEMCProblem, AttributeSpec, Distance, MarginalSpec, solve
-from dpsynth.metrics.aemc.instances import random_problem
+from margsynth.domain import Attribute, Domain
+from margsynth.metrics.aemc import AEMCProblem, AttributeSpec, Distance, MarginalSpec, solve
+from margsynth.metrics.aemc.instances import random_problem
 
 logging.getLogger("cvxpy").setLevel(logging.ERROR)
 

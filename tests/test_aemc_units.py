@@ -10,8 +10,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpsynth.domain import Attribute, Domain, Hierarchy
-from dpsynth.metrics.aemc import (
+from margsynth.domain import Attribute, Domain, Hierarchy
+from margsynth.metrics.aemc import (
     AEMCProblem,
     AttributeSpec,
     Distance,
@@ -21,7 +21,7 @@ from dpsynth.metrics.aemc import (
     solve,
     specs_to_json,
 )
-from dpsynth.metrics.aemc.scaling import exact_scale
+from margsynth.metrics.aemc.scaling import exact_scale
 
 logging.getLogger("cvxpy").setLevel(logging.ERROR)
 
@@ -238,7 +238,7 @@ def test_auto_large_unscalable_counts_rounds_with_reported_bound(monkeypatch):
     """Past the LP's size, ``auto`` rounds counts to a fine grid and reports the bound."""
     import sys
 
-    monkeypatch.setattr(sys.modules["dpsynth.metrics.aemc.solve"], "LP_MAX_BINS", 10)
+    monkeypatch.setattr(sys.modules["margsynth.metrics.aemc.solve"], "LP_MAX_BINS", 10)
     dom = Domain.from_sizes({"a": 12, "b": 9}, ordinal=["a"])
     rng = np.random.default_rng(0)
     P, Q = rng.random((12, 9)) * 5 * math.pi, rng.random((12, 9)) * 5

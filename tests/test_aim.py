@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from dpsynth.dataset import Dataset
-from dpsynth.domain import Domain
-from dpsynth.mechanisms.aim import AIM, all_kway, workload_candidates
-from dpsynth.privacy.accounting import zcdp_rho
+from margsynth.dataset import Dataset
+from margsynth.domain import Domain
+from margsynth.mechanisms.aim import AIM, all_kway, workload_candidates
+from margsynth.privacy.accounting import zcdp_rho
 
 
 @pytest.fixture(scope="module")

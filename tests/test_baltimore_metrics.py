@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth.metrics.aemc import AEMCProblem, solve
-from dpsynth.metrics.baltimore import TABLE1_COLUMNS, inverse_pie, pie_row_scores, range_query_error, table1_specs
-from dpsynth.metrics.mgd import marginal_table, mgd
+from margsynth.metrics.aemc import AEMCProblem, solve
+from margsynth.metrics.baltimore import TABLE1_COLUMNS, inverse_pie, pie_row_scores, range_query_error, table1_specs
+from margsynth.metrics.mgd import marginal_table, mgd
 
 logging.getLogger("cvxpy").setLevel(logging.ERROR)
 
@@ -100,12 +100,12 @@ def test_preset_configuration():
 # -- Table 1 on the real files --------------------------------------------------------
 def _real_or_skip():
     try:
-        from dpsynth.data.baltimore import load_synthetic, load_truth
+        from margsynth.data.baltimore import load_synthetic, load_truth
     except ImportError:  # pragma: no cover
-        pytest.skip("dpsynth.data.baltimore not available")
+        pytest.skip("margsynth.data.baltimore not available")
     truth = load_truth()
     if truth.source != "real":
-        pytest.skip("the Baltimore 911 files are not available (set DPSYNTH_DATA_MIRROR)")
+        pytest.skip("the Baltimore 911 files are not available (set MARGSYNTH_DATA_MIRROR)")
     return truth, load_synthetic
 
 

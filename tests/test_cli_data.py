@@ -1,7 +1,7 @@
 import subprocess
 import sys
 
-from dpsynth.cli import main
+from margsynth.cli import main
 
 
 def test_data_list(capsys):
@@ -17,5 +17,5 @@ def test_data_fetch_unknown_dataset_is_clear_error(capsys):
 
 
 def test_module_entry_point():
-    out = subprocess.run([sys.executable, "-m", "dpsynth", "--help"], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-m", "margsynth", "--help"], capture_output=True, text=True, check=True)
     assert "reproduce" in out.stdout and "data" in out.stdout

@@ -1,4 +1,4 @@
-"""``dpsynth synth`` / ``dpsynth evaluate`` end to end, the mechanism registry and the metric suite."""
+"""``margsynth synth`` / ``margsynth evaluate`` end to end, the mechanism registry and the metric suite."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth.cli import main
-from dpsynth.data import load, load_source
-from dpsynth.dataset import Dataset
-from dpsynth.domain import Domain
-from dpsynth.mechanisms import registry
-from dpsynth.metrics import suite
+from margsynth.cli import main
+from margsynth.data import load, load_source
+from margsynth.dataset import Dataset
+from margsynth.domain import Domain
+from margsynth.mechanisms import registry
+from margsynth.metrics import suite
 
 
 def _files(d):
@@ -218,14 +218,14 @@ def test_registry_creates_every_builtin_and_takes_plugins():
         assert hasattr(mech, "run")
     assert registry.create("mst-prop4").conversion == "prop4"
     assert registry.spec("nist-mst").needs_public
-    registry.register("test-plugin", "dpsynth.mechanisms.baselines:Independent", iters=7)
+    registry.register("test-plugin", "margsynth.mechanisms.baselines:Independent", iters=7)
     try:
         assert registry.create("test-plugin").iters == 7
         with pytest.raises(ValueError, match="already registered"):
             registry.register("test-plugin", "x:y")
     finally:
         registry._REGISTRY.pop("test-plugin")
-    registry.register("test-missing", "dpsynth.no_such_module:Thing")
+    registry.register("test-missing", "margsynth.no_such_module:Thing")
     try:
         with pytest.raises(ValueError, match="not available"):
             registry.create("test-missing")
@@ -253,7 +253,7 @@ def test_metric_suite_values():
 
 
 def test_evaluation_metrics_merge_in_with_one_tv_2way():
-    evaluation = pytest.importorskip("dpsynth.metrics.evaluation")
+    evaluation = pytest.importorskip("margsynth.metrics.evaluation")
     names = suite.available_metrics()
     assert set(evaluation.EVALUATION_METRICS) <= set(names)
     assert names.count("tv-2way") == 1

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpsynth.dataset import Dataset
-from dpsynth.domain import Domain
-from dpsynth.inference.pgm import Measurement
-from dpsynth.mechanisms.compression import Compression, compress_domain, noisy_marginal_measurement
-from dpsynth.privacy import measure_marginals
+from margsynth.dataset import Dataset
+from margsynth.domain import Domain
+from margsynth.inference.pgm import Measurement
+from margsynth.mechanisms.compression import Compression, compress_domain, noisy_marginal_measurement
+from margsynth.privacy import measure_marginals
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpsynth import Dataset, Domain
-from dpsynth.inference.consistency import (
+from margsynth import Dataset, Domain
+from margsynth.inference.consistency import (
     cut_nonnegative,
     intersection_closure,
     make_consistent,

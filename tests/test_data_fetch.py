@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from dpsynth.data import DATASETS, DataIntegrityError, DataUnavailableError, fetch, verify
-from dpsynth.data.fetch import FetchReport
-from dpsynth.data.registry import FileEntry, file_entries
+from margsynth.data import DATASETS, DataIntegrityError, DataUnavailableError, fetch, verify
+from margsynth.data.fetch import FetchReport
+from margsynth.data.registry import FileEntry, file_entries
 
 from .conftest import mirror
 
@@ -39,16 +39,16 @@ def fake_registry(tmp_path, monkeypatch):
         entries.append(FileEntry(name, hashlib.sha256(content).hexdigest(), len(content), f"http://127.0.0.1:9/{name}"))
     import importlib
 
-    fetch_mod = importlib.import_module("dpsynth.data.fetch")
-    registry = importlib.import_module("dpsynth.data.registry")
+    fetch_mod = importlib.import_module("margsynth.data.fetch")
+    registry = importlib.import_module("margsynth.data.registry")
 
     info = registry.DatasetInfo("toy", ("toy/",), "toy", "none", "test", "records", 1)
     monkeypatch.setattr(registry, "file_entries", lambda: tuple(entries))
     monkeypatch.setitem(registry.DATASETS, "toy", info)
     monkeypatch.setattr(fetch_mod, "dataset_names", lambda: ("toy",))
-    monkeypatch.setenv("DPSYNTH_DATA_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("DPSYNTH_NO_DOWNLOAD", "1")
-    monkeypatch.delenv("DPSYNTH_DATA_MIRROR", raising=False)
+    monkeypatch.setenv("MARGSYNTH_DATA_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("MARGSYNTH_NO_DOWNLOAD", "1")
+    monkeypatch.delenv("MARGSYNTH_DATA_MIRROR", raising=False)
     return mirror_dir, tmp_path / "cache", entries
 
 
@@ -63,7 +63,7 @@ def test_fetch_from_mirror_verifies_and_copies(fake_registry):
 
 def test_env_mirror_is_honoured(fake_registry, monkeypatch):
     mirror_dir, cache, _ = fake_registry
-    monkeypatch.setenv("DPSYNTH_DATA_MIRROR", str(mirror_dir))
+    monkeypatch.setenv("MARGSYNTH_DATA_MIRROR", str(mirror_dir))
     assert all(isinstance(r, FetchReport) and r.action == "copied" for r in fetch(["toy"]))
 
 
@@ -99,7 +99,7 @@ def test_unavailable_without_mirror_or_network(fake_registry):
 
 
 def test_failed_download_leaves_nothing(fake_registry, monkeypatch):
-    monkeypatch.delenv("DPSYNTH_NO_DOWNLOAD")
+    monkeypatch.delenv("MARGSYNTH_NO_DOWNLOAD")
     mirror_dir, cache, _ = fake_registry
     with pytest.raises(DataUnavailableError, match="download from http://127.0.0.1:9/toy/a.csv failed"):
         fetch(["toy"])
@@ -120,7 +120,7 @@ def test_real_mirror_files_verify():
     m = mirror()
     if m is None:
         pytest.skip("no data mirror")
-    from dpsynth.data.fetch import _sha256
+    from margsynth.data.fetch import _sha256
 
     checked = 0
     for e in file_entries():

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth.data import baltimore as balt
-from dpsynth.data import load, load_csv
-from dpsynth.domain import Domain
+from margsynth.data import baltimore as balt
+from margsynth.data import load, load_csv
+from margsynth.domain import Domain
 
 from .conftest import mirror, needs_real
 

@@ -9,15 +9,15 @@ import textwrap
 
 import numpy as np
 
-from dpsynth.data.surrogate import surrogate_baltimore, surrogate_records
-from dpsynth.domain import Domain
+from margsynth.data.surrogate import surrogate_baltimore, surrogate_records
+from margsynth.domain import Domain
 
 SCRIPT = textwrap.dedent(
     """
     import json, warnings, numpy as np
-    from dpsynth.data import load, surrogate_used
-    from dpsynth.data import baltimore as balt
-    from dpsynth.data.provenance import used
+    from margsynth.data import load, surrogate_used
+    from margsynth.data import baltimore as balt
+    from margsynth.data.provenance import used
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         a = load("adult"); a2 = load("adult")
@@ -33,8 +33,8 @@ SCRIPT = textwrap.dedent(
 
 
 def _run(tmp_path, env_extra=None):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DPSYNTH_")}
-    env.update({"DPSYNTH_DATA_DIR": str(tmp_path / "empty"), "DPSYNTH_NO_DOWNLOAD": "1", **(env_extra or {})})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MARGSYNTH_")}
+    env.update({"MARGSYNTH_DATA_DIR": str(tmp_path / "empty"), "MARGSYNTH_NO_DOWNLOAD": "1", **(env_extra or {})})
     out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1]), out.stderr
 
@@ -55,9 +55,9 @@ def test_offline_fallback_is_loud_deterministic_and_recorded(tmp_path):
 
 
 def test_require_real_refuses_surrogate(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DPSYNTH_")}
-    env.update({"DPSYNTH_DATA_DIR": str(tmp_path), "DPSYNTH_NO_DOWNLOAD": "1", "DPSYNTH_REQUIRE_REAL": "1"})
-    out = subprocess.run([sys.executable, "-c", "from dpsynth.data import load; load('adult')"], env=env, capture_output=True, text=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MARGSYNTH_")}
+    env.update({"MARGSYNTH_DATA_DIR": str(tmp_path), "MARGSYNTH_NO_DOWNLOAD": "1", "MARGSYNTH_REQUIRE_REAL": "1"})
+    out = subprocess.run([sys.executable, "-c", "from margsynth.data import load; load('adult')"], env=env, capture_output=True, text=True)
     assert out.returncode != 0 and "DataUnavailableError" in out.stderr
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth import Dataset, Domain
+from margsynth import Dataset, Domain
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from dpsynth import Attribute, Domain, Hierarchy
+from margsynth import Attribute, Domain, Hierarchy
 
 
 def test_domain_basics():

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpsynth.dataset import Dataset
-from dpsynth.domain import Domain
-from dpsynth.metrics.evaluation import (
+from margsynth.dataset import Dataset
+from margsynth.domain import Domain
+from margsynth.metrics.evaluation import (
     EVALUATION_METRICS,
     counting_queries,
     covariance_error,

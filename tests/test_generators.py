@@ -7,13 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpsynth import Dataset, Domain
-from dpsynth.experiments.privsyn import RangeQuery, range_query_error, range_workload
-from dpsynth.inference.gum import GUM
-from dpsynth.inference.pgm import ModelTooLargeError
-from dpsynth.mechanisms import registry
-from dpsynth.mechanisms.mst import MST, consistent_targets
-from dpsynth.mechanisms.privsyn import PrivSyn
+from margsynth import Dataset, Domain
+from margsynth.experiments.privsyn import RangeQuery, range_query_error, range_workload
+from margsynth.inference.gum import GUM
+from margsynth.inference.pgm import ModelTooLargeError
+from margsynth.mechanisms import registry
+from margsynth.mechanisms.mst import MST, consistent_targets
+from margsynth.mechanisms.privsyn import PrivSyn
 
 DOM = Domain.from_sizes({"a": 4, "b": 4, "c": 3, "d": 5, "e": 5, "f": 2})
 
@@ -181,9 +181,9 @@ def test_range_query_error_by_hand():
 
 
 def test_notebook_08_experiment_on_a_small_dataset(monkeypatch):
-    from dpsynth.experiments import privsyn as exp
+    from margsynth.experiments import privsyn as exp
 
-    monkeypatch.setenv("DPSYNTH_CACHE", "off")
+    monkeypatch.setenv("MARGSYNTH_CACHE", "off")
     res = exp.compare(["titanic"], [1.0], [0], workers=1, mst_iters=50, pgm_iters=50, n_queries=50)
     runs = res["runs"]
     assert list(runs["mechanism"]) == list(exp.MECHANISMS)

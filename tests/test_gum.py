@@ -8,9 +8,9 @@ import time
 import numpy as np
 import pytest
 
-from dpsynth import Dataset, Domain
-from dpsynth.inference.gum import GUM, gum, normalise_marginals
-from dpsynth.privacy.measure import measure_marginals
+from margsynth import Dataset, Domain
+from margsynth.inference.gum import GUM, gum, normalise_marginals
+from margsynth.privacy.measure import measure_marginals
 
 DOM = Domain.from_sizes({"a": 4, "b": 5, "c": 3, "d": 6, "e": 2})
 

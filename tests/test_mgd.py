@@ -1,4 +1,4 @@
-"""MGD (MGD paper Eq. 3), the §4.4 report, marginal L1/TV, and the ``dpsynth mgd`` CLI."""
+"""MGD (MGD paper Eq. 3), the §4.4 report, marginal L1/TV, and the ``margsynth mgd`` CLI."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth.dataset import Dataset
-from dpsynth.domain import Domain
-from dpsynth.metrics.aemc import AttributeSpec, MarginalSpec
-from dpsynth.metrics.marginal import marginal_l1, marginal_tv, mean_marginal_tv
-from dpsynth.metrics.mgd import marginal_table, mgd, mgd_report
+from margsynth.dataset import Dataset
+from margsynth.domain import Domain
+from margsynth.metrics.aemc import AttributeSpec, MarginalSpec
+from margsynth.metrics.marginal import marginal_l1, marginal_tv, mean_marginal_tv
+from margsynth.metrics.mgd import marginal_table, mgd, mgd_report
 
 logging.getLogger("cvxpy").setLevel(logging.ERROR)
 
@@ -78,7 +78,7 @@ def test_marginal_l1_tv(data):
 
 
 def test_cli_json_and_table(data, tmp_path, capsys):
-    from dpsynth.cli import main
+    from margsynth.cli import main
 
     dom, truth, synth = data
     (tmp_path / "dom.json").write_text(json.dumps(dom.to_dict()))
@@ -105,10 +105,10 @@ def test_cli_json_and_table(data, tmp_path, capsys):
 @pytest.mark.slow
 def test_cli_baltimore_preset(tmp_path, capsys):
     """The Baltimore preset adds inv_pie and range_query to the JSON object."""
-    from dpsynth.cli import main
+    from margsynth.cli import main
 
     try:
-        from dpsynth.data.baltimore import load_synthetic, load_truth
+        from margsynth.data.baltimore import load_synthetic, load_truth
     except ImportError:  # pragma: no cover
         pytest.skip("no Baltimore loader")
     truth = load_truth()

@@ -8,13 +8,13 @@ import math
 import numpy as np
 import pytest
 
-from dpsynth.dataset import Dataset
-from dpsynth.domain import Domain
-from dpsynth.inference.pgm import estimate
-from dpsynth.mechanisms.compression import noisy_marginal_measurement
-from dpsynth.mechanisms.mst import MST, pair_errors, private_kruskal
-from dpsynth.privacy import BudgetLedger, measure_marginals
-from dpsynth.privacy.accounting import zcdp_rho
+from margsynth.dataset import Dataset
+from margsynth.domain import Domain
+from margsynth.inference.pgm import estimate
+from margsynth.mechanisms.compression import noisy_marginal_measurement
+from margsynth.mechanisms.mst import MST, pair_errors, private_kruskal
+from margsynth.privacy import BudgetLedger, measure_marginals
+from margsynth.privacy.accounting import zcdp_rho
 
 
 @pytest.fixture(scope="module")

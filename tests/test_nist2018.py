@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth import Dataset, Domain
-from dpsynth.metrics.nist2018 import (
+from margsynth import Dataset, Domain
+from margsynth.metrics.nist2018 import (
     conjunction_score,
     designated_marginal_score,
     nist2018_scores,

@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from dpsynth.dataset import Dataset
-from dpsynth.domain import Domain
-from dpsynth.mechanisms.nist_mst import (
+from margsynth.dataset import Dataset
+from margsynth.domain import Domain
+from margsynth.mechanisms.nist_mst import (
     NISTMST,
     IncwageValuehTransform,
     contest_weights,
@@ -17,7 +17,7 @@ from dpsynth.mechanisms.nist_mst import (
     select_public,
     triple_error,
 )
-from dpsynth.privacy.accounting import eq51_sigma
+from margsynth.privacy.accounting import eq51_sigma
 
 RAW = 10_000_000
 

@@ -16,8 +16,8 @@ import pytest
 import scipy.sparse as sp
 from scipy.optimize import nnls
 
-from dpsynth import Dataset, Domain
-from dpsynth.inference.pgm import Factor, GraphicalModel, Measurement, estimate, evaluate_loss
+from margsynth import Dataset, Domain
+from margsynth.inference.pgm import Factor, GraphicalModel, Measurement, estimate, evaluate_loss
 
 SIZES = {"a": 2, "b": 3, "c": 4, "d": 2, "e": 3}
 STRUCTURES = {
@@ -259,7 +259,7 @@ def test_bad_iters_and_loss():
 
 
 def test_extra_cliques_shape_the_model_and_the_size_estimate():
-    from dpsynth.inference.pgm import junction_tree_size
+    from margsynth.inference.pgm import junction_tree_size
 
     dom = Domain.from_sizes(SIZES)
     data = sample_data(dom, 1000, seed=4)

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpsynth import Domain
-from dpsynth.inference.pgm import (
+from margsynth import Domain
+from margsynth.inference.pgm import (
     Factor,
     GraphicalModel,
     ModelTooLargeError,
@@ -25,8 +25,8 @@ from dpsynth.inference.pgm import (
     junction_tree_size,
     marginal,
 )
-from dpsynth.inference.pgm.factor import align, contract, logsumexp
-from dpsynth.inference.pgm.junction_tree import HEURISTICS, triangulate
+from margsynth.inference.pgm.factor import align, contract, logsumexp
+from margsynth.inference.pgm.junction_tree import HEURISTICS, triangulate
 
 SIZES = {"a": 2, "b": 3, "c": 4, "d": 2, "e": 3, "f": 2}
 

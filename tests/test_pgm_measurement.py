@@ -7,8 +7,8 @@ import pytest
 import scipy.sparse as sp
 from scipy.sparse.linalg import aslinearoperator
 
-from dpsynth import Domain
-from dpsynth.inference.pgm import Measurement, compile_measurements, estimate, estimate_total
+from margsynth import Domain
+from margsynth.inference.pgm import Measurement, compile_measurements, estimate, estimate_total
 
 DOM = Domain.from_sizes({"age": 3, "sex": 2, "race": 4})
 

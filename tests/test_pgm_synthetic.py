@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpsynth import Domain
-from dpsynth.inference.pgm import Factor, GraphicalModel, synthetic_column
+from margsynth import Domain
+from margsynth.inference.pgm import Factor, GraphicalModel, synthetic_column
 
 SIZES = {"a": 2, "b": 3, "c": 4, "d": 2, "e": 5, "f": 3}
 STRUCTURES = {

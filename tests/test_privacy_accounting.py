@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize_scalar
 from scipy.stats import norm
 
-from dpsynth.privacy import accounting as acc
+from margsynth.privacy import accounting as acc
 
 EPS_GRID = [0.01, 0.1, 0.3, 1.0, 2.0, 8.0, 30.0]
 DELTA_GRID = [1e-15, 1e-12, 1e-9, 1e-6, 1e-3, 0.1, 0.5]
@@ -298,7 +298,7 @@ def test_other_bad_inputs():
 def test_docstring_examples():
     import doctest
 
-    import dpsynth.privacy.ledger as ledger_module
+    import margsynth.privacy.ledger as ledger_module
 
     for mod in (acc, ledger_module):
         res = doctest.testmod(mod)

@@ -9,8 +9,8 @@ import math
 import pandas as pd
 import pytest
 
-from dpsynth.privacy import BudgetLedger
-from dpsynth.privacy import accounting as acc
+from margsynth.privacy import BudgetLedger
+from margsynth.privacy import accounting as acc
 
 
 def test_zcdp_ledger_mst_split_spends_exactly_the_target():

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpsynth import Dataset, Domain
-from dpsynth.privacy import BudgetLedger, NoisyMarginal, normalise_weights
-from dpsynth.privacy import accounting as acc
-from dpsynth.privacy.measure import measure, measure_marginals
+from margsynth import Dataset, Domain
+from margsynth.privacy import BudgetLedger, NoisyMarginal, normalise_weights
+from margsynth.privacy import accounting as acc
+from margsynth.privacy.measure import measure, measure_marginals
 
 DOMAIN = Domain.from_sizes({"a": 2, "b": 3, "c": 2, "d": 4})
 CLIQUES = [(("a", "b"), 2.0), ("c", 1.0), (("b", "c", "d"), 0.5), (("a", "b"), 1.0), (("d", "a"), 3.0)]
@@ -179,8 +179,8 @@ def test_noisy_marginal_validation():
 
 
 def test_package_exports_and_alias():
-    import dpsynth.privacy as priv
-    import dpsynth.privacy.measure as measure_module
+    import margsynth.privacy as priv
+    import margsynth.privacy.measure as measure_module
 
     assert measure is measure_marginals is priv.measure_marginals
     assert measure_module.NoisyMarginal is priv.NoisyMarginal

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpsynth.privacy import (
+from margsynth.privacy import (
     BudgetLedger,
     exponential_mechanism,
     gaussian_mechanism,
@@ -18,7 +18,7 @@ from dpsynth.privacy import (
     permute_and_flip,
     report_noisy_max,
 )
-from dpsynth.privacy import accounting as acc
+from margsynth.privacy import accounting as acc
 
 N = 200_000
 P_MIN = 1e-4  # fixed seeds: these are deterministic checks that the law is right

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth.experiments import privpgd_benchmark as bench
-from dpsynth.experiments import privpgd_constraints as cons
+from margsynth.experiments import privpgd_benchmark as bench
+from margsynth.experiments import privpgd_constraints as cons
 
 from .conftest import needs_real
 
@@ -25,7 +25,7 @@ TINY_PGD = {
 
 @pytest.fixture(autouse=True)
 def _no_disk_cache(monkeypatch):
-    monkeypatch.setenv("DPSYNTH_CACHE", "off")
+    monkeypatch.setenv("MARGSYNTH_CACHE", "off")
 
 
 def test_method_params_expand_the_preset():
@@ -120,7 +120,7 @@ def test_constraint_sweep_tiny_pushes_the_protected_query_away():
 
 
 def test_constraint_for_is_data_independent_and_valid():
-    from dpsynth.domain import Domain
+    from margsynth.domain import Domain
 
     dom = Domain.from_sizes({"a": 3, "b": 4, "c": 2})
     c1, c2 = cons.constraint_for(dom), cons.constraint_for(dom)
@@ -129,7 +129,7 @@ def test_constraint_for_is_data_independent_and_valid():
     assert np.linalg.norm(th) == pytest.approx(1.0)
     assert c1.tau == pytest.approx(0.5 * th.sum())
     rng = np.random.default_rng(0)
-    from dpsynth.dataset import Dataset
+    from margsynth.dataset import Dataset
 
     data = Dataset(np.stack([rng.integers(0, s, 500) for s in (3, 4, 2)], axis=1), dom)
     q = cons.constraint_for(dom, data=data).answer(data)

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from dpsynth.dataset import Dataset
-from dpsynth.domain import Domain
-from dpsynth.inference.privpgd import (
+from margsynth.dataset import Dataset
+from margsynth.domain import Domain
+from margsynth.inference.privpgd import (
     PRESETS,
     DirectionBank,
     PrivPGD,
@@ -193,7 +193,7 @@ def test_cpu_and_gpu_agree_up_to_floating_point():
 
 
 def test_marginal_initialisation_matches_projected_one_way_marginals():
-    from dpsynth.inference.privpgd.generator import initial_particles
+    from margsynth.inference.privpgd.generator import initial_particles
 
     sizes = (3, 4, 2)
     cliques = list(itertools.combinations(range(3), 2))

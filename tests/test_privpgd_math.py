@@ -11,8 +11,8 @@ import torch
 from scipy.optimize import linear_sum_assignment
 from scipy.stats import wasserstein_distance
 
-from dpsynth.domain import Domain
-from dpsynth.inference.privpgd import (
+from margsynth.domain import Domain
+from margsynth.inference.privpgd import (
     DirectionBank,
     attribute_centres,
     clique_centres,
@@ -24,7 +24,7 @@ from dpsynth.inference.privpgd import (
     w1_cdf,
     w2_squared_sorted,
 )
-from dpsynth.inference.privpgd.projection import _bank_w1_grad, _Flat, init_measure, sliced_w1_bank
+from margsynth.inference.privpgd.projection import _bank_w1_grad, _Flat, init_measure, sliced_w1_bank
 
 ot = pytest.importorskip("ot")
 
@@ -194,7 +194,7 @@ def test_embedding_centres_and_finalization_land_on_the_grid():
 
 
 def test_make_consistent_agrees_on_shared_one_way_marginals():
-    from dpsynth.inference.privpgd.projection import make_consistent
+    from margsynth.inference.privpgd.projection import make_consistent
 
     rng = np.random.default_rng(0)
     sizes = (3, 4, 5)

@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import dpsynth.mechanisms.privsyn as ps
-from dpsynth import Dataset, Domain
-from dpsynth.inference.consistency import max_inconsistency
-from dpsynth.inference.gum import GUM
-from dpsynth.mechanisms.privsyn import (
+import margsynth.mechanisms.privsyn as ps
+from margsynth import Dataset, Domain
+from margsynth.inference.consistency import max_inconsistency
+from margsynth.inference.gum import GUM
+from margsynth.mechanisms.privsyn import (
     PrivSyn,
     allocate_budget,
     combine_marginals,
@@ -26,8 +26,8 @@ from dpsynth.mechanisms.privsyn import (
     noise_error,
     truncate_contributions,
 )
-from dpsynth.privacy import BudgetLedger
-from dpsynth.privacy.accounting import zcdp_rho
+from margsynth.privacy import BudgetLedger
+from margsynth.privacy.accounting import zcdp_rho
 
 DOM = Domain.from_sizes({"a": 2, "b": 3, "c": 2, "d": 4, "e": 2})
 

@@ -7,8 +7,8 @@ import pytest
 
 sys.path.insert(0, "tools")
 
-from dpsynth.experiments.cache import CacheMiss, memoize  # noqa: E402
-from dpsynth.runner import discover, reproduce  # noqa: E402
+from margsynth.experiments.cache import CacheMiss, memoize  # noqa: E402
+from margsynth.runner import discover, reproduce  # noqa: E402
 
 
 def _tiny(path, body):
@@ -28,16 +28,16 @@ def _tiny(path, body):
 def sandbox(tmp_path, monkeypatch):
     nb_dir = tmp_path / "notebooks"
     nb_dir.mkdir()
-    monkeypatch.setenv("DPSYNTH_RESULTS_DIR", str(tmp_path / "results"))
-    monkeypatch.setenv("DPSYNTH_FIGURES_DIR", str(tmp_path / "figures"))
+    monkeypatch.setenv("MARGSYNTH_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.setenv("MARGSYNTH_FIGURES_DIR", str(tmp_path / "figures"))
     return nb_dir, tmp_path
 
 
 BODY = """
 import json, os
-from dpsynth.data import load
+from margsynth.data import load
 ds = load("titanic")
-from dpsynth.paths import results_dir
+from margsynth.paths import results_dir
 (results_dir() / "out.json").write_text(json.dumps({"profile": profile, "scale": scale, "n": len(ds)}))
 """
 
@@ -87,8 +87,8 @@ def test_discover_and_validation(sandbox):
 
 
 def test_memoize_caches_and_figures_only_requires_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("DPSYNTH_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("DPSYNTH_CACHE", raising=False)
+    monkeypatch.setenv("MARGSYNTH_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("MARGSYNTH_CACHE", raising=False)
     calls = []
 
     @memoize(version=1)
@@ -99,11 +99,11 @@ def test_memoize_caches_and_figures_only_requires_cache(tmp_path, monkeypatch):
     assert square(3) == 9 and square(3) == 9 and square(x=3, power=2) == 9
     assert calls == [3]
     assert square(4) == 16 and calls == [3, 4]
-    monkeypatch.setenv("DPSYNTH_CACHE", "require")
+    monkeypatch.setenv("MARGSYNTH_CACHE", "require")
     assert square(3) == 9
     with pytest.raises(CacheMiss, match="figures-only"):
         square(5)
-    monkeypatch.setenv("DPSYNTH_CACHE", "off")
+    monkeypatch.setenv("MARGSYNTH_CACHE", "off")
     assert square(3) == 9 and calls == [3, 4, 3]
 
     @memoize(version=2)
@@ -111,6 +111,6 @@ def test_memoize_caches_and_figures_only_requires_cache(tmp_path, monkeypatch):
         calls.append(("v2", x))
         return x**power
 
-    monkeypatch.setenv("DPSYNTH_CACHE", "on")
+    monkeypatch.setenv("MARGSYNTH_CACHE", "on")
     square(3)
     assert calls[-1] == ("v2", 3)

@@ -2,13 +2,13 @@
 
 import pytest
 
-from dpsynth.experiments import sweep
+from margsynth.experiments import sweep
 
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("DPSYNTH_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("DPSYNTH_CACHE", raising=False)
+    monkeypatch.setenv("MARGSYNTH_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("MARGSYNTH_CACHE", raising=False)
     return tmp_path
 
 

@@ -19,8 +19,8 @@ Donhauser, Abad, Hulkund & Yang, *Privacy-preserving data release leveraging opt
 particle gradient descent* (ICML 2024; `../shared/papers/privpgd.txt`), §4.1–4.3.
 
 Every available dataset (adult, nltcs, titanic and any other registered record dataset present
-locally) at ε ∈ {0.2, 1, 2.5}, δ = 1e-5; methods **PrivPGD** (ours, `dpsynth.inference.privpgd`),
-**PGM+MST**, **PGM+AIM** and **GUM** (PrivSyn), each job run through `dpsynth.experiments.sweep`
+locally) at ε ∈ {0.2, 1, 2.5}, δ = 1e-5; methods **PrivPGD** (ours, `margsynth.inference.privpgd`),
+**PGM+MST**, **PGM+AIM** and **GUM** (PrivSyn), each job run through `margsynth.experiments.sweep`
 (the fixed 80/20 split, synthesis on the 80%, results memoized on disk by their inputs). The six
 metrics of §4.1: downstream error (gradient boosting trained on synthetic, tested on the held-out
 20%; the real-data baseline beside it), covariance error, 3-sparse counting and thresholding query
@@ -54,8 +54,8 @@ import time
 
 import pandas as pd
 
-from dpsynth.experiments import privpgd_benchmark as exp
-from dpsynth.plotting import save_figure, save_table, use_style
+from margsynth.experiments import privpgd_benchmark as exp
+from margsynth.plotting import save_figure, save_table, use_style
 
 use_style()
 cfg = exp.PROFILES[profile]
@@ -161,7 +161,7 @@ marginals in a TV/L2 sense, are strongest on TV, and more so at small ε (Append
 PrivPGD's edge shrinking as ε decreases). On nltcs (16 binary attributes) the embedding is just
 {0.25, 0.75} per attribute, so the geometry PrivPGD exploits is absent and the methods are close.
 The PrivPGD `fast` preset used by the quick profile includes our consistency step (the projected
-marginals raked to common 1-way marginals; see `dpsynth.inference.privpgd.generator`), the full
+marginals raked to common 1-way marginals; see `margsynth.inference.privpgd.generator`), the full
 profile uses the paper's algorithm and hyperparameters unchanged.
 """,
     ),

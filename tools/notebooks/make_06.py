@@ -52,8 +52,8 @@ gammas = None  # list of penalty strengths >= 0; None: the profile's
         """
 import time
 
-from dpsynth.experiments import privpgd_constraints as exp
-from dpsynth.plotting import save_figure, save_table, use_style
+from margsynth.experiments import privpgd_constraints as exp
+from margsynth.plotting import save_figure, save_table, use_style
 
 use_style()
 print(f"profile={profile}:", exp.PROFILES[profile])
@@ -90,7 +90,7 @@ budget share), while the downstream, counting and thresholding errors should sta
 values — the paper's claim. The quick profile uses one seed and a shortened optimisation on a small
 dataset, so its utility curves are noisy; the trend of the protected error is the point. Our `γ` is the
 strength of `R` with the particle-scaled gradient (the authors' `scale_reg = γ N / 100`; see
-`dpsynth.inference.privpgd.constraints`), so its numerical values are not the paper's axis.
+`margsynth.inference.privpgd.constraints`), so its numerical values are not the paper's axis.
 """,
     ),
 ]

@@ -27,7 +27,7 @@ marginals (Algorithm 2, γ = 5000 cells), measures them with the Gaussian mechan
 consistent (§4.3) and generates records with GUM (§5.2), which edits a random dataset until its
 marginals match.
 
-Two generators × two selections, all in the mechanism registry (`dpsynth synth NAME`):
+Two generators × two selections, all in the mechanism registry (`margsynth synth NAME`):
 
 | registry name | selection and measurements | generator |
 |---|---|---|
@@ -38,8 +38,8 @@ Two generators × two selections, all in the mechanism registry (`dpsynth synth 
 
 Utility: mean total-variation distance over **all** 2-way and 3-way marginals, and the mean absolute
 error (as a fraction of records) of 3-attribute range queries on the ordinal/binary attributes
-(a seeded workload shared by all mechanisms, `dpsynth.experiments.privsyn.range_workload`); the full
-profile adds the PrivPGD paper's counting queries (Eq. 9, `dpsynth.metrics.evaluation`).
+(a seeded workload shared by all mechanisms, `margsynth.experiments.privsyn.range_workload`); the full
+profile adds the PrivPGD paper's counting queries (Eq. 9, `margsynth.metrics.evaluation`).
 Private-PGM is not fitted when the selected cliques triangulate into a junction tree over
 `memory_limit_mb`; such runs are listed as *model too large* — the failure mode PrivSyn §5 cites
 for dense marginal sets.
@@ -60,8 +60,8 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from dpsynth.experiments import privsyn as exp
-from dpsynth.plotting import save_figure, save_table, use_style
+from margsynth.experiments import privsyn as exp
+from margsynth.plotting import save_figure, save_table, use_style
 
 use_style()
 settings = dict(exp.PROFILES[profile])

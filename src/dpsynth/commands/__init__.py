@@ -1,1 +1,0 @@
-"""Sub-commands of the ``dpsynth`` CLI, one module each (see ``dpsynth.cli``)."""

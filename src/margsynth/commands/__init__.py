@@ -1,0 +1,1 @@
+"""Sub-commands of the ``margsynth`` CLI, one module each (see ``margsynth.cli``)."""

@@ -1,0 +1,29 @@
+"""Datasets: the registry (pinned URLs + SHA-256), fetching from a mirror or
+the internet, loaders, and the offline surrogate.
+
+>>> from margsynth.data import load                     # doctest: +SKIP
+>>> adult = load("adult")                             # doctest: +SKIP
+"""
+
+from .fetch import DataIntegrityError, DataUnavailableError, fetch, is_available, verify
+from .loaders import RECORD_DATASETS, load, load_csv, load_domain, load_source
+from .provenance import SurrogateDataWarning, surrogate_used
+from .registry import DATASETS, dataset_info, dataset_names
+
+__all__ = [
+    "DATASETS",
+    "RECORD_DATASETS",
+    "DataIntegrityError",
+    "DataUnavailableError",
+    "SurrogateDataWarning",
+    "dataset_info",
+    "dataset_names",
+    "fetch",
+    "is_available",
+    "load",
+    "load_csv",
+    "load_domain",
+    "load_source",
+    "surrogate_used",
+    "verify",
+]

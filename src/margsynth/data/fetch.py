@@ -1,0 +1,168 @@
+"""Fetching registered files: from a local mirror or their pinned URL, always
+verified by SHA-256 before use.
+
+A file is written under a temporary name beside its destination, verified,
+and only then renamed into place, so a failed or corrupted fetch never
+replaces a good copy. Downloads go through ``pooch.HTTPDownloader``; hashing
+through ``pooch.file_hash``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pooch
+
+from ..paths import atomic_path, data_dir
+from .registry import FileEntry, dataset_info, dataset_names
+
+__all__ = [
+    "DataIntegrityError",
+    "DataUnavailableError",
+    "FetchReport",
+    "fetch",
+    "fetch_file",
+    "is_available",
+    "local_path",
+    "mirror_dir",
+    "verify",
+]
+
+MIRROR_ENV = "MARGSYNTH_DATA_MIRROR"
+NO_DOWNLOAD_ENV = "MARGSYNTH_NO_DOWNLOAD"
+
+
+class DataIntegrityError(ValueError):
+    """A file's SHA-256 differs from the registry's."""
+
+
+class DataUnavailableError(RuntimeError):
+    """A file is neither present, nor in the mirror, nor downloadable."""
+
+
+@dataclass(frozen=True)
+class FetchReport:
+    path: str
+    local: Path
+    action: str  # "present", "copied", "downloaded"
+
+
+_verified: dict[tuple[str, int, int], str] = {}
+
+
+def mirror_dir(mirror: str | Path | None = None) -> Path | None:
+    """The mirror folder: the argument, else ``$MARGSYNTH_DATA_MIRROR``, else none."""
+    m = mirror if mirror is not None else os.environ.get(MIRROR_ENV) or None
+    if m is None:
+        return None
+    m = Path(m).expanduser()
+    if not m.is_dir():
+        raise ValueError(f"data mirror {str(m)!r} is not a folder")
+    return m
+
+
+def local_path(entry: FileEntry) -> Path:
+    return data_dir() / entry.path
+
+
+def _sha256(path: Path) -> str:
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _verified:
+        _verified[key] = pooch.file_hash(str(path), alg="sha256")
+    return _verified[key]
+
+
+def _check(entry: FileEntry, path: Path, origin: str) -> None:
+    actual = _sha256(path)
+    if actual != entry.sha256:
+        raise DataIntegrityError(
+            f"{entry.path}: SHA-256 mismatch for the copy from {origin}: expected {entry.sha256}, got {actual}; "
+            "the file was refused and any good local copy kept"
+        )
+
+
+def fetch_file(entry: FileEntry, mirror: str | Path | None = None, force: bool = False) -> FetchReport:
+    """Make ``entry`` present and verified under :func:`data_dir`.
+
+    Order: an existing verified local copy (unless ``force``); the mirror, if
+    one is given and holds the file; the pinned URL (unless
+    ``$MARGSYNTH_NO_DOWNLOAD`` is set). Raises :class:`DataIntegrityError` when
+    a candidate copy has the wrong hash and :class:`DataUnavailableError` when
+    no source could provide the file.
+    """
+    dest = local_path(entry)
+    if dest.is_file() and not force:
+        if _sha256(dest) == entry.sha256:
+            return FetchReport(entry.path, dest, "present")
+    mdir = mirror_dir(mirror)
+    errors = []
+    if mdir is not None:
+        src = mdir / entry.path
+        if src.is_file():
+            with atomic_path(dest) as tmp:
+                shutil.copyfile(src, tmp)
+                _check(entry, tmp, f"mirror {src}")
+            return FetchReport(entry.path, dest, "copied")
+        errors.append(f"not in mirror {mdir}")
+    if os.environ.get(NO_DOWNLOAD_ENV):
+        errors.append(f"downloads disabled by ${NO_DOWNLOAD_ENV}")
+    else:
+        try:
+            with atomic_path(dest) as tmp:
+                pooch.HTTPDownloader(progressbar=False, timeout=60)(entry.url, str(tmp), None)
+                _check(entry, tmp, entry.url)
+            return FetchReport(entry.path, dest, "downloaded")
+        except DataIntegrityError:
+            raise
+        except Exception as exc:  # network errors come in many types
+            reason = str(exc).split("(Caused by")[-1].strip(" ()")
+            errors.append(f"download from {entry.url} failed ({type(exc).__name__}: {reason[:160]})")
+    raise DataUnavailableError(f"{entry.path}: " + "; ".join(errors))
+
+
+def fetch(
+    names: Iterable[str] | None = None, mirror: str | Path | None = None, force: bool = False
+) -> list[FetchReport]:
+    """Fetch every file of the named datasets (all registered ones by default)."""
+    reports = []
+    for name in names or dataset_names():
+        for entry in dataset_info(name).files:
+            reports.append(fetch_file(entry, mirror=mirror, force=force))
+    return reports
+
+
+def is_available(name: str, mirror: str | Path | None = None) -> bool:
+    """Whether every file of ``name`` is present locally or in the mirror
+    (cheap: checks existence and size, not hashes)."""
+    try:
+        mdir = mirror_dir(mirror)
+    except ValueError:
+        mdir = None
+    for e in dataset_info(name).files:
+        loc = local_path(e)
+        if loc.is_file() and loc.stat().st_size == e.bytes:
+            continue
+        if mdir is not None and (mdir / e.path).is_file():
+            continue
+        return False
+    return True
+
+
+def verify(names: Iterable[str] | None = None) -> list[tuple[str, str]]:
+    """Check every local file of the named datasets; returns (path, status)
+    with status ``ok``, ``missing`` or ``MISMATCH expected .. got ..``."""
+    out = []
+    for name in names or dataset_names():
+        for e in dataset_info(name).files:
+            loc = local_path(e)
+            if not loc.is_file():
+                out.append((e.path, "missing"))
+                continue
+            actual = _sha256(loc)
+            out.append((e.path, "ok" if actual == e.sha256 else f"MISMATCH expected {e.sha256} got {actual}"))
+    return out

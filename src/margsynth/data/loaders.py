@@ -1,0 +1,128 @@
+"""Loaders for the registered record datasets (and for the user's own files).
+
+``load(name)`` returns a validated :class:`~margsynth.dataset.Dataset`. Real
+data (fetched and SHA-256-verified) is always preferred; when no source can
+provide it, the loader falls back, loudly and once per run, to the
+deterministic surrogate of :mod:`margsynth.data.surrogate`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+import pandas as pd
+
+from ..dataset import Dataset
+from ..domain import Domain
+from . import provenance
+from .fetch import DataUnavailableError, fetch, local_path
+from .registry import dataset_info
+
+__all__ = ["RECORD_DATASETS", "load", "load_csv", "load_domain", "load_source"]
+
+# loader name -> (registry dataset, data file, domain file)
+RECORD_DATASETS: dict[str, tuple[str, str, str]] = {
+    "adult": ("adult", "adult/adult.csv", "adult/adult-domain.json"),
+    "adult-pub": ("adult-split", "adult/pub.csv", "adult/pub-priv-domain.json"),
+    "adult-priv": ("adult-split", "adult/priv.csv", "adult/pub-priv-domain.json"),
+    **{
+        n: (n, f"benchmark/{n}.zip", f"benchmark/{n}-domain.json")
+        for n in ("fire", "loans", "msnbc", "nltcs", "salary", "stroke", "titanic")
+    },
+}
+# approximate record counts of the public/private parts (for surrogates)
+_SPLIT_RECORDS = {"adult-pub": 3_238, "adult-priv": 32_384}
+REQUIRE_REAL_ENV = "MARGSYNTH_REQUIRE_REAL"
+
+
+@cache
+def _schemas() -> dict:
+    return json.loads(resources.files("margsynth.data").joinpath("schemas.json").read_text())
+
+
+def _ordinal(registry_name: str) -> list[str]:
+    return _schemas().get(registry_name, {}).get("ordinal", [])
+
+
+def load_csv(path: str | Path, domain: Domain | str | Path, *, ordinal: list[str] | None = None) -> Dataset:
+    """Read a CSV (or a zip holding one) of integer codes, validated against
+    ``domain`` (a :class:`Domain` or a domain JSON path)."""
+    if not isinstance(domain, Domain):
+        domain = Domain.from_json(domain, ordinal=ordinal or ())
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"data file {str(path)!r} does not exist")
+    try:
+        frame = pd.read_csv(path)
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"{path}: cannot be read as CSV ({exc})") from exc
+    return Dataset(frame, domain, source=str(path))
+
+
+def _lookup(name: str) -> tuple[str, str, str]:
+    try:
+        return RECORD_DATASETS[name]
+    except KeyError:
+        raise ValueError(f"unknown record dataset {name!r}; known: {', '.join(RECORD_DATASETS)}") from None
+
+
+def load_domain(name: str) -> Domain:
+    """The domain of a registered record dataset (real if present, else its stored schema)."""
+    return load(name).domain if _real_available(name) else _schema_domain(name)
+
+
+def _schema_domain(name: str) -> Domain:
+    reg = _lookup(name)[0]
+    schema = _schemas().get(reg)
+    if schema is None:
+        raise DataUnavailableError(
+            f"dataset {name!r} is not available and margsynth stores no schema for a surrogate; "
+            f"fetch it with `margsynth data fetch {reg}`"
+        )
+    return Domain.from_sizes(schema["domain"], ordinal=schema["ordinal"])
+
+
+def _real_available(name: str) -> bool:
+    from .fetch import is_available
+
+    return is_available(_lookup(name)[0])
+
+
+def load_source(name: str) -> str:
+    """``"real"`` or ``"surrogate"``: what :func:`load` would return now."""
+    load(name)
+    return provenance.used()[name]["source"]
+
+
+@cache
+def load(name: str) -> Dataset:
+    """The registered record dataset ``name`` (see ``RECORD_DATASETS``).
+
+    Fetches (mirror via ``$MARGSYNTH_DATA_MIRROR`` or download) and verifies the
+    files; if that is impossible, returns the deterministic surrogate unless
+    ``$MARGSYNTH_REQUIRE_REAL`` is set. Results are cached per process
+    (datasets are immutable).
+    """
+    reg, data_file, domain_file = _lookup(name)
+    info = dataset_info(reg)
+    try:
+        fetch([reg])
+    except DataUnavailableError as exc:
+        if os.environ.get(REQUIRE_REAL_ENV):
+            raise
+        provenance.warn_surrogate(name, str(exc))
+        domain = _schema_domain(name)
+        n = _SPLIT_RECORDS.get(name, info.records)
+        from .surrogate import surrogate_records
+
+        ds = surrogate_records(name, domain, n)
+        provenance.record(name, "surrogate")
+        return ds
+    entries = {e.path: e for e in info.files}
+    ds = load_csv(local_path(entries[data_file]), local_path(entries[domain_file]), ordinal=_ordinal(reg))
+    provenance.record(name, "real", {p: entries[p].sha256 for p in (data_file, domain_file)})
+    return ds

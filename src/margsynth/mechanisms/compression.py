@@ -1,0 +1,188 @@
+"""Domain compression (Algorithm 4 of the NIST-MST/MST paper) and its reversal.
+
+After the one-way marginals are measured (Algorithm 1), every value ``t`` of
+attribute ``i`` whose noisy count falls below ``3σ`` is merged into one
+"other" value ``∅`` (Algorithm 4):
+
+.. math::
+
+    t \\leftarrow t \\text{ if } \\tilde\\mu_t \\ge 3\\sigma \\text{ else } \\varnothing,
+    \\qquad \\Omega_i \\leftarrow \\{t : \\tilde\\mu_t \\ge 3\\sigma\\} \\cup \\{\\varnothing\\}.
+
+Here ``μ̃`` is the unbiased estimate ``ỹ / w_C`` of the marginal and ``σ`` its
+per-cell noise scale ``σ / w_C`` (Algorithm 1 writes ``ỹ = w_C M_C + N(0, σ²)``).
+
+Kept values are renumbered ``0..k-1`` in their original order and ``∅`` becomes
+code ``k`` (only if at least one value was merged). The one-way measurement is
+re-expressed over the compressed domain (§5 Step 7): kept cells unchanged; the
+merged cells' sum, which has variance ``m σ²`` for ``m`` merged cells, enters as
+one row of ``Q = diag(1, …, 1, 1/sqrt(m))`` with answer ``Σ μ̃ / sqrt(m)`` so every
+row keeps noise scale ``σ`` (as the authors' code does).
+
+Reversal (§5 Step 8): kept codes map back exactly; records holding ``∅`` are
+spread *evenly* over the original values merged into it (balanced counts, the
+remainder and the assignment drawn from an explicit ``rng``). Hence
+``reverse(compress(D))`` equals ``D`` on every record whose value was kept, and
+``compress(reverse(C)) == C`` for every compressed dataset ``C`` (tested).
+
+Compression is post-processing of the noisy one-way marginals: it costs no
+privacy budget.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..dataset import Dataset
+from ..domain import Attribute, Domain
+from ..inference.pgm import Measurement
+
+__all__ = ["Compression", "compress_domain", "noisy_marginal_measurement"]
+
+
+def noisy_marginal_measurement(m) -> Measurement:
+    """A :class:`~margsynth.privacy.measure.NoisyMarginal` (Algorithm 1 log entry
+    ``(w_C I, ỹ, σ, C)``) as a Private-PGM :class:`Measurement` of ``M_C`` with
+    answers ``ỹ / w_C`` and noise scale ``σ / w_C`` (the same term of Eq. 4.1)."""
+    return Measurement(tuple(m.clique), None, m.estimate, m.std, name="/".join(m.clique))
+
+
+@dataclass(frozen=True, eq=False)
+class Compression:
+    """The result of Algorithm 4: which values of each attribute were kept.
+
+    ``supports[a]`` is a read-only boolean mask over the original values of ``a``
+    (``True`` = kept). Attributes with every value kept are unchanged.
+    """
+
+    original: Domain
+    supports: Mapping[str, np.ndarray]
+
+    def __post_init__(self) -> None:
+        sup = {}
+        for a in self.original.names:
+            if a not in self.supports:
+                raise ValueError(f"compression has no support mask for attribute {a!r}")
+            s = np.asarray(self.supports[a], dtype=bool).copy()
+            if s.shape != (self.original[a].size,):
+                raise ValueError(f"support of {a!r} has shape {s.shape}, expected ({self.original[a].size},)")
+            s.setflags(write=False)
+            sup[a] = s
+        extra = set(self.supports) - set(self.original.names)
+        if extra:
+            raise ValueError(f"support masks for unknown attributes {sorted(extra)}")
+        object.__setattr__(self, "supports", sup)
+        attrs = []
+        fwd, back = {}, {}
+        for attr in self.original.attributes:
+            s = sup[attr.name]
+            k = int(s.sum())
+            merged = attr.size - k
+            size = k + (1 if merged else 0)
+            f = np.full(attr.size, k, dtype=np.int64)
+            f[s] = np.arange(k)
+            fwd[attr.name] = f
+            back[attr.name] = np.flatnonzero(s)
+            attrs.append(Attribute(attr.name, size, ordinal=attr.ordinal and merged == 0))
+        object.__setattr__(self, "compressed", Domain(tuple(attrs)))
+        object.__setattr__(self, "_forward", fwd)
+        object.__setattr__(self, "_kept", back)
+
+    # ------------------------------------------------------------------ queries
+    def kept(self, attr: str) -> np.ndarray:
+        """Original codes kept for ``attr`` (compressed code ``j`` is ``kept[j]``)."""
+        return self._kept[attr]
+
+    def merged(self, attr: str) -> np.ndarray:
+        """Original codes merged into ``∅`` for ``attr`` (empty if none)."""
+        return np.flatnonzero(~self.supports[attr])
+
+    def is_identity(self) -> bool:
+        return all(bool(s.all()) for s in self.supports.values())
+
+    def summary(self) -> dict[str, tuple[int, int]]:
+        """``{attr: (original size, compressed size)}``."""
+        return {a: (self.original[a].size, self.compressed[a].size) for a in self.original.names}
+
+    # ------------------------------------------------------------------ data
+    def compress(self, data: Dataset) -> Dataset:
+        """Algorithm 4's data transformation ``t ↦ t or ∅`` (exact, deterministic)."""
+        if data.domain != self.original:
+            raise ValueError(f"data domain {data.domain!r} is not the compression's original domain {self.original!r}")
+        codes = np.empty(data.codes.shape, dtype=np.int64)
+        for j, a in enumerate(self.original.names):
+            codes[:, j] = self._forward[a][data.codes[:, j]]
+        return Dataset._trusted(codes, self.compressed, data.weights)
+
+    def reverse(self, data: Dataset, rng: np.random.Generator) -> Dataset:
+        """§5 Step 8: kept codes map back exactly; the records holding ``∅`` are spread
+        evenly over the merged original values (each gets ``⌊r/m⌋`` or ``⌈r/m⌉`` of the
+        ``r`` records, which ones at random from ``rng``)."""
+        if data.domain != self.compressed:
+            raise ValueError(f"data domain {data.domain!r} is not the compressed domain {self.compressed!r}")
+        if not isinstance(rng, np.random.Generator):
+            raise ValueError("reverse needs an explicit numpy.random.Generator as rng")
+        n = len(data)
+        codes = np.empty(data.codes.shape, dtype=np.int64)
+        for j, a in enumerate(self.original.names):
+            col = data.codes[:, j].astype(np.int64)
+            kept = self._kept[a]
+            merged = self.merged(a)
+            out = np.empty(n, dtype=np.int64)
+            is_null = col == kept.size
+            out[~is_null] = kept[col[~is_null]]
+            r = int(is_null.sum())
+            if r:
+                m = merged.size
+                base = np.repeat(merged, r // m)
+                extra = rng.choice(merged, size=r - base.size, replace=False) if r % m else np.zeros(0, dtype=np.int64)
+                vals = np.concatenate([base, extra])
+                out[is_null] = rng.permutation(vals)
+            codes[:, j] = out
+        return Dataset._trusted(codes, self.original, data.weights)
+
+    # ------------------------------------------------------------------ measurements
+    def compress_measurement(self, m: Measurement) -> Measurement:
+        """Re-express a one-way identity measurement over the compressed domain (§5 Step 7):
+        kept cells as they are, merged cells summed into one row scaled by ``1/sqrt(m)``."""
+        if len(m.clique) != 1 or m.query is not None:
+            raise ValueError("only one-way identity measurements can be re-expressed over a compressed attribute")
+        a = m.clique[0]
+        s = self.supports[a]
+        if s.all():
+            return m
+        k = int((~s).sum())
+        y = np.append(m.y[s], m.y[~s].sum() / math.sqrt(k))
+        q = np.ones(y.size)
+        q[-1] = 1.0 / math.sqrt(k)
+        return Measurement((a,), sp.diags(q, format="csr"), y, m.sigma, name=m.name)
+
+
+def compress_domain(
+    domain: Domain, one_way: Sequence[Measurement], threshold: float = 3.0
+) -> tuple[Compression, list[Measurement]]:
+    """Algorithm 4: keep value ``t`` of attribute ``i`` iff ``μ̃_t ≥ threshold · σ``.
+
+    ``one_way`` holds one identity :class:`Measurement` per attribute (answers
+    ``μ̃ = ỹ / w``, scale ``σ / w``; see :func:`noisy_marginal_measurement`);
+    attributes without one are kept whole. Returns the :class:`Compression` and the
+    measurements re-expressed over the compressed domain.
+    """
+    thr = float(threshold)
+    if not math.isfinite(thr) or thr < 0:
+        raise ValueError(f"threshold must be a finite number >= 0, got {threshold!r}")
+    supports = {a: np.ones(domain[a].size, dtype=bool) for a in domain.names}
+    for m in one_way:
+        if len(m.clique) != 1 or m.query is not None:
+            raise ValueError(f"Algorithm 4 needs one-way identity measurements, got clique {m.clique}")
+        a = m.clique[0]
+        if m.y.size != domain[a].size:
+            raise ValueError(f"measurement of {a!r} has {m.y.size} cells, attribute has {domain[a].size}")
+        supports[a] = m.y >= thr * m.sigma
+    comp = Compression(domain, supports)
+    return comp, [comp.compress_measurement(m) for m in one_way]

@@ -1,0 +1,503 @@
+"""NIST-MST — §5 of the NIST-MST/MST paper (Algorithms 2–5, 7–10), made generic.
+
+Algorithm 2, step by step, as :meth:`NISTMST.run` does it:
+
+1. **Calibrate noise** — Eq. 5.1, ``σ = (sqrt(log 1/δ) + sqrt(log 1/δ + ε)) / ε``: two
+   sensitivity-1 Gaussian measurements (steps 4 and 6) compose to ``1/σ²``-zCDP, which is
+   exactly (ε, δ)-DP by Prop. 4 (Theorem 2). Each is charged ``1/(2σ²)`` to the ledger.
+2. **Encode domain** from public information: optionally restrict every attribute to
+   the values the public data shows (``encode_from_public``; the paper intersected the
+   SPECS file with IPUMS), values outside merged into one code and spread back on
+   reversal (:class:`~.compression.Compression` with public supports).
+3. **Transform** (optional, :class:`Transform` objects with exact reverses on their
+   image), e.g. :class:`IncwageValuehTransform` = Algorithm 3 / 9 / 10.
+4. **Compress** — measure all one-way marginals (Algorithm 1, weights
+   ``oneway_weights``, default 1; the paper gave INCWAGE_A weight 2) and apply
+   Algorithm 4 (threshold 3σ).
+5. **Select** on the *public* data only (Algorithm 5, :func:`select_public`): mutual
+   information maximum spanning tree with the forced pairs boosted by ``boost`` (100),
+   the forced pairs and triples added, triples chosen by Private-PGM's estimation error
+   (threshold 0.1), marginals of ≥ 10⁶ cells dropped, ε-dependent weights
+   (:func:`contest_weights`). No budget is consumed.
+6. **Measure** the selection (Algorithm 1, σ).
+7. **Synthesize** — Private-PGM on both logs (Eq. 4.2), records by Algorithms 7–8.
+8. **Reverse** — Algorithm 4 reversed (§5 Step 8), the transforms reversed
+   (Algorithm 9), the encoding reversed.
+
+The forced attributes generalise the contest's SEX × CITY × INCWAGE_A: ``designated``
+(default: :func:`margsynth.metrics.suite.designated_triple`, e.g. sex × native-country ×
+income>50K on adult) gives the three forced pairs and the forced triple.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import networkx as nx
+import numpy as np
+
+from ..dataset import Dataset
+from ..domain import Attribute, Domain
+from ..privacy import BudgetLedger, measure_marginals
+from ..privacy.accounting import eq51_sigma
+from .base import SynthesisResult, check_run_inputs
+from .compression import Compression, compress_domain, noisy_marginal_measurement
+from .mst import check_cliques
+
+__all__ = [
+    "IncwageValuehTransform",
+    "NISTMST",
+    "Transform",
+    "contest_weights",
+    "digits_class",
+    "mutual_information",
+    "select_public",
+    "triple_error",
+]
+
+MAX_CELLS = 10**6
+
+
+# ----------------------------------------------------------------------------- transforms
+class Transform(Protocol):
+    """A record-level transformation of step 3 with its reverse (step 8).
+
+    ``forward`` must not depend on the sensitive data beyond each record itself (so one
+    record still moves each marginal by at most one, §5 Step 1); ``reverse`` must map
+    back exactly on the image of ``forward``: ``forward(reverse(forward(D)))`` equals
+    ``forward(D)``. ``reverse`` receives the domain ``forward`` started from.
+    """
+
+    def transform_domain(self, domain: Domain) -> Domain: ...
+
+    def forward(self, data: Dataset) -> Dataset: ...
+
+    def reverse(self, data: Dataset, rng: np.random.Generator, domain: Domain) -> Dataset: ...
+
+
+#: Algorithm 10's moduli: INCWAGE_B = the first ``i`` with ``digits ≡ 0 (mod m_i)``.
+DIGIT_MODULI = (100, 20, 50, 25, 10, 5, 2, 1)
+
+
+def digits_class(digits: np.ndarray) -> np.ndarray:
+    """INCWAGE_B of Algorithm 3: for the last two digits ``l`` (0..99), the first index
+    ``k`` of ``m = [100, 20, 50, 25, 10, 5, 2, 1]`` with ``l ≡ 0 (mod m_k)`` (Algorithm 10)."""
+    d = np.asarray(digits, dtype=np.int64)
+    out = np.full(d.shape, len(DIGIT_MODULI) - 1, dtype=np.int64)
+    for k in range(len(DIGIT_MODULI) - 1, -1, -1):
+        out[d % DIGIT_MODULI[k] == 0] = k
+    return out
+
+
+_CLASS_MEMBERS = [np.flatnonzero(digits_class(np.arange(100)) == k) for k in range(len(DIGIT_MODULI))]
+
+
+@dataclass(frozen=True)
+class IncwageValuehTransform:
+    """Algorithm 3 (forward) and Algorithms 9–10 (reverse) of the NIST-MST paper.
+
+    On raw codes (``VALUEH``, ``INCWAGE`` ∈ 0..9,999,999; 9,999,998 / 9,999,999 special):
+
+    - ``VALUEH ↦ 5001`` (9,999,998), ``5002`` (9,999,999), else ``min(VALUEH, 25000) // 5``
+      (5,003 values; 99.7 % of the provisional values were multiples of 5 ≤ 25,000);
+    - ``INCWAGE ↦ (INCWAGE_A, INCWAGE_B)``: ``A = 51`` for 9,999,998, else
+      ``min(INCWAGE, 5000) // 100`` (52 values); ``B`` = :func:`digits_class` of the last
+      two digits (8 values; 0 for the special code).
+
+    Reverse (Algorithm 9): ``VALUEH = 5·v`` (``v ≤ 5000``) or the special codes;
+    ``INCWAGE = 100·A + DIGITS`` (``A ≤ 50``) or 9,999,998, DIGITS drawn uniformly from
+    the values of class ``B`` (Algorithm 10). Exact on the image of ``forward``:
+    values that are multiples of 5 ≤ 25,000 (VALUEH) and multiples of 50 ≤ 5,000 or the
+    special code (INCWAGE) come back unchanged; other values come back as a value of
+    the same class (the information Algorithm 3 chose to discard).
+
+    The paper's text renders the reverse's conditions as ``INCWAGE_A ≤ 500`` /
+    ``= 5100``; with ``A``'s 52 values (Table 4) they can only be ``≤ 50`` / ``= 51``.
+    """
+
+    valueh: str = "VALUEH"
+    incwage: str = "INCWAGE"
+    special_1: int = 9_999_998
+    special_2: int = 9_999_999
+
+    @property
+    def a_name(self) -> str:
+        return f"{self.incwage}_A"
+
+    @property
+    def b_name(self) -> str:
+        return f"{self.incwage}_B"
+
+    def transform_domain(self, domain: Domain) -> Domain:
+        for a in (self.valueh, self.incwage):
+            if a not in domain:
+                raise ValueError(f"transform needs attribute {a!r}; domain has {list(domain.names)}")
+            need = (self.special_2 if a == self.valueh else self.special_1) + 1
+            if domain[a].size < need:
+                raise ValueError(f"attribute {a!r} needs the raw domain of >= {need:,} values, has {domain[a].size:,}")
+        attrs = []
+        for attr in domain.attributes:
+            if attr.name == self.valueh:
+                attrs.append(Attribute(self.valueh, 5003))
+            elif attr.name == self.incwage:
+                attrs.append(Attribute(self.a_name, 52))
+                attrs.append(Attribute(self.b_name, len(DIGIT_MODULI)))
+            else:
+                attrs.append(attr)
+        return Domain(tuple(attrs))
+
+    def forward(self, data: Dataset) -> Dataset:
+        new = self.transform_domain(data.domain)
+        cols = {}
+        for a in data.domain.names:
+            x = data.column(a).astype(np.int64)
+            if a == self.valueh:
+                v = np.minimum(x, 25_000) // 5
+                v = np.where(x == self.special_1, 5001, np.where(x == self.special_2, 5002, v))
+                cols[a] = v
+            elif a == self.incwage:
+                special = x == self.special_1
+                capped = np.minimum(x, 5000)
+                cols[self.a_name] = np.where(special, 51, capped // 100)
+                cols[self.b_name] = np.where(special, 0, digits_class(capped % 100))
+            else:
+                cols[a] = x
+        codes = np.stack([cols[a] for a in new.names], axis=1)
+        return Dataset._trusted(codes, new, data.weights)
+
+    def reverse(self, data: Dataset, rng: np.random.Generator, domain: Domain | None = None) -> Dataset:
+        """Algorithms 9-10 (see the class docstring); ``domain``: the original domain
+        (default: the two raw attributes with 10,000,000 values, others as they are)."""
+        if not isinstance(rng, np.random.Generator):
+            raise ValueError("reverse needs an explicit numpy.random.Generator as rng")
+        names = []
+        cols = []
+        for a in data.domain.names:
+            x = data.column(a).astype(np.int64)
+            if a == self.valueh:
+                names.append(a)
+                cols.append(np.where(x == 5001, self.special_1, np.where(x == 5002, self.special_2, 5 * x)))
+            elif a == self.a_name:
+                b = data.column(self.b_name).astype(np.int64)
+                digits = np.empty(x.size, dtype=np.int64)
+                for k, members in enumerate(_CLASS_MEMBERS):
+                    sel = np.flatnonzero(b == k)
+                    digits[sel] = rng.choice(members, size=sel.size)
+                names.append(self.incwage)
+                cols.append(np.where(x == 51, self.special_1, 100 * x + digits))
+            elif a == self.b_name:
+                continue
+            else:
+                names.append(a)
+                cols.append(x)
+        if domain is None:
+            domain = Domain(
+                tuple(Attribute(n, 10_000_000) if n in (self.valueh, self.incwage) else data.domain[n] for n in names)
+            )
+        codes = np.stack(cols, axis=1)
+        return Dataset._trusted(codes, domain.project(names) if domain.names != tuple(names) else domain, data.weights)
+
+
+# ----------------------------------------------------------------------------- Algorithm 5
+def mutual_information(data: Dataset, a: str, b: str) -> float:
+    """``I(a; b)`` (nats) of the empirical joint distribution of ``a`` and ``b`` in ``data``: the
+    edge weight of Algorithm 5 step 1 (the Chow-Liu criterion, ref. [15])."""
+    joint = data.marginal((a, b)).astype(np.float64)
+    p = joint / joint.sum()
+    pa, pb = p.sum(1, keepdims=True), p.sum(0, keepdims=True)
+    nz = p > 0
+    return float((p[nz] * np.log(p[nz] / (pa * pb)[nz])).sum())
+
+
+def triple_error(data: Dataset, i: str, j: str, k: str) -> float:
+    """Algorithm 5 step 3: ``E_ijk = ||M_ijk − M̃_ijk||_1`` on probabilities, where
+    ``M̃_ijk`` is Private-PGM's estimate from the exact ``M_ij`` and ``M_ik``: the graphical
+    model with cliques ``{ij, ik}`` matching both (Fact 1), i.e. ``M_ij M_ik / M_i``."""
+    m = data.marginal((i, j, k)).astype(np.float64)
+    p = m / m.sum()
+    pij = p.sum(axis=2)
+    pik = p.sum(axis=1)
+    pi = p.sum(axis=(1, 2))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        est = np.where(pi[:, None, None] > 0, pij[:, :, None] * pik[:, None, :] / pi[:, None, None], 0.0)
+    return float(np.abs(p - est).sum())
+
+
+def contest_weights(
+    cliques: Sequence[tuple[str, ...]],
+    epsilon: float,
+    forced_pairs: Sequence[tuple[str, ...]] = (),
+    forced_triples: Sequence[tuple[str, ...]] = (),
+) -> list[float]:
+    """Algorithm 5 step 6: weight 8 / 6 / 4 (ε ≤ 0.3 / between / ε ≥ 4) for a forced triple,
+    2 for a forced pair, 1 otherwise (relative; Algorithm 1 normalises them)."""
+    fp = {frozenset(c) for c in forced_pairs}
+    ft = {frozenset(c) for c in forced_triples}
+    w_triple = 8.0 if epsilon <= 0.3 else (4.0 if epsilon >= 4.0 else 6.0)
+    return [w_triple if frozenset(c) in ft else (2.0 if frozenset(c) in fp else 1.0) for c in cliques]
+
+
+def select_public(
+    public: Dataset,
+    epsilon: float,
+    forced_pairs: Sequence[tuple[str, str]] = (),
+    forced_triples: Sequence[tuple[str, ...]] = (),
+    *,
+    boost: float = 100.0,
+    threshold: float = 0.1,
+    max_cells: int = MAX_CELLS,
+    triples: bool = True,
+) -> tuple[list[tuple[str, ...]], list[float], dict]:
+    """Algorithm 5 on the public data (no privacy cost). Returns the cliques, their
+    weights (step 6) and details (``tree``: the spanning-tree pairs, ``triples``: the
+    triples added in step 4, ``dropped``: cliques removed in step 5)."""
+    dom = public.domain
+    names = dom.names
+    fp = {frozenset(p) for p in forced_pairs}
+    # (1) complete graph weighted by mutual information, forced pairs boosted
+    g = nx.Graph()
+    g.add_nodes_from(names)
+    for a, b in itertools.combinations(names, 2):
+        g.add_edge(a, b, weight=mutual_information(public, a, b) + (boost if frozenset((a, b)) in fp else 0.0))
+    # (2) maximum spanning tree + forced pairs and triples
+    tree = nx.maximum_spanning_tree(g, algorithm="kruskal")
+    tree_pairs = [tuple(dom.canonical(e)) for e in tree.edges]
+    cliques: list[tuple[str, ...]] = list(tree_pairs)
+    for c in [*forced_pairs, *forced_triples]:
+        c = dom.canonical(c)
+        if c not in cliques:
+            cliques.append(c)
+    # (3)-(4) triples by estimation error, per attribute, maximum spanning tree over its neighbours
+    added = []
+    if triples:
+        for i in names:
+            nb = sorted(tree.neighbors(i), key=dom.index)
+            if len(nb) < 2:
+                continue
+            h = nx.Graph()
+            h.add_nodes_from(nb)
+            for j, k in itertools.combinations(nb, 2):
+                e = triple_error(public, i, j, k)
+                if e >= threshold:
+                    h.add_edge(j, k, weight=e)
+            for j, k in nx.maximum_spanning_tree(h).edges:
+                for c in (dom.canonical((j, k)), dom.canonical((i, j, k))):
+                    if c not in cliques:
+                        cliques.append(c)
+                added.append(dom.canonical((i, j, k)))
+    # (5) drop marginals that are too large
+    dropped = [c for c in cliques if dom.size(c) >= max_cells]
+    cliques = [c for c in cliques if dom.size(c) < max_cells]
+    weights = contest_weights(cliques, epsilon, forced_pairs, forced_triples)
+    return cliques, weights, {"tree": tree_pairs, "triples": added, "dropped": dropped}
+
+
+# ----------------------------------------------------------------------------- the mechanism
+@dataclass(frozen=True)
+class NISTMST:
+    """NIST-MST (§5, Algorithm 2), generic. See the module docstring for the steps.
+
+    Parameters
+    ----------
+    designated:
+        The contest's SEX × CITY × INCWAGE_A analogue ``(a, b, c)``: its three pairs are
+        forced and boosted, the triple forced. ``None``: :func:`margsynth.metrics.suite.designated_triple`;
+        ``()``: nothing forced.
+    transforms:
+        Step 3 transforms (each with ``transform_domain``/``forward``/``reverse``).
+    encode_from_public:
+        Step 2: restrict each attribute to the values seen in the public data.
+    oneway_weights:
+        ``((attribute, weight), ...)`` Algorithm 1 weights of step 4 (others 1).
+    boost, triple_threshold, max_cells:
+        Algorithm 5's 100, 0.1 and 10⁶.
+    compress_threshold:
+        Algorithm 4's 3 (σ units).
+    iters:
+        Private-PGM iterations.
+    memory_limit_mb:
+        Refuse (``ModelTooLargeError``, a ``ValueError``) *before* the second round of noise
+        when the selected cliques' junction tree would need more (``None``: no limit).
+    """
+
+    designated: tuple[str, ...] | None = None
+    transforms: tuple = ()
+    encode_from_public: bool = False
+    oneway_weights: tuple[tuple[str, float], ...] = ()
+    boost: float = 100.0
+    triple_threshold: float = 0.1
+    max_cells: int = MAX_CELLS
+    compress: bool = True
+    compress_threshold: float = 3.0
+    iters: int = 5000
+    synthetic_records: int | None = None
+    memory_limit_mb: float | None = 4096.0
+
+    name = "nist-mst"
+
+    def parameters(self) -> dict:
+        return {
+            "designated": None if self.designated is None else list(self.designated),
+            "transforms": [repr(t) for t in self.transforms],
+            "encode_from_public": self.encode_from_public,
+            "oneway_weights": [list(x) for x in self.oneway_weights],
+            "boost": self.boost,
+            "triple_threshold": self.triple_threshold,
+            "max_cells": self.max_cells,
+            "compress": self.compress,
+            "compress_threshold": self.compress_threshold,
+            "iters": self.iters,
+            "synthetic_records": self.synthetic_records,
+            "memory_limit_mb": self.memory_limit_mb,
+        }
+
+    def _designated(self, domain: Domain) -> tuple[str, ...]:
+        if self.designated is None:
+            from ..metrics.suite import designated_triple
+
+            try:
+                return designated_triple(domain)
+            except ValueError:
+                return ()
+        return tuple(self.designated)
+
+    def validate(self, data: Dataset, public: Dataset | None) -> Domain:
+        """Every check that needs the data — before any noise. Returns the transformed domain."""
+        if not isinstance(data, Dataset) or len(data) == 0:
+            raise ValueError("data must be a non-empty Dataset")
+        if public is None:
+            raise ValueError("NIST-MST needs a public dataset (public=...) for its selection (Algorithm 5)")
+        if not isinstance(public, Dataset) or len(public) == 0:
+            raise ValueError("public must be a non-empty Dataset")
+        if public.domain != data.domain:
+            raise ValueError(
+                f"public dataset's domain differs from the private one: public {public.domain!r}, private {data.domain!r}"
+            )
+        des = self._designated(data.domain)
+        if des:
+            if len(des) != 3:
+                raise ValueError(f"designated must name 3 attributes, got {des!r}")
+        dom = data.domain
+        for t in self.transforms:
+            dom = t.transform_domain(dom)
+        if des:
+            check_cliques(dom, [des], "designated")
+        check_cliques(dom, [(a,) for a, _ in self.oneway_weights], "oneway_weights")
+        return dom
+
+    def run(
+        self,
+        data: Dataset,
+        epsilon: float,
+        delta: float,
+        rng: np.random.Generator,
+        *,
+        public: Dataset | None = None,
+        **_: object,
+    ) -> SynthesisResult:
+        check_run_inputs(None, epsilon, delta, rng)
+        self.validate(data, public)
+        times: dict[str, float] = {}
+        t0 = time.perf_counter()
+        # (1) calibrate: Eq. 5.1; the ledger holds rho = 1/sigma^2 (Prop. 4 exactly at (eps, delta))
+        sigma = eq51_sigma(epsilon, delta)
+        ledger = BudgetLedger.from_dp(epsilon, delta, conversion="prop4")
+        if not ledger.can_afford(1.0 / sigma**2):  # Theorem 2: both rounds must fit before any noise
+            raise ValueError(f"Eq. 5.1 sigma={sigma!r} does not fit the (epsilon, delta) budget (rho={ledger.total!r})")
+        # (2) encode the domain from public information
+        if self.encode_from_public:
+            enc = Compression(data.domain, {a: public.marginal((a,)) > 0 for a in data.domain.names})
+        else:
+            enc = Compression(data.domain, {a: np.ones(data.domain[a].size, bool) for a in data.domain.names})
+        priv, pub = enc.compress(data), enc.compress(public)
+        # (3) transforms
+        for t in self.transforms:
+            priv, pub = t.forward(priv), t.forward(pub)
+        # (4) one-way measurements + compression (Algorithm 1, Algorithm 4)
+        wmap = dict(self.oneway_weights)
+        log1 = measure_marginals(
+            priv,
+            [((a,), wmap.get(a, 1.0)) for a in priv.domain.names],
+            sigma,
+            rng,
+            ledger=ledger,
+            label="measure 1-way",
+        )
+        one_way = [noisy_marginal_measurement(m) for m in log1]
+        if self.compress:
+            comp, one_way = compress_domain(priv.domain, one_way, self.compress_threshold)
+        else:
+            comp = Compression(priv.domain, {a: np.ones(priv.domain[a].size, bool) for a in priv.domain.names})
+        cpriv, cpub = comp.compress(priv), comp.compress(pub)
+        times["measure_oneway"] = time.perf_counter() - t0
+        # (5) select on the public data (Algorithm 5)
+        t1 = time.perf_counter()
+        des = self._designated(data.domain)
+        forced_pairs = list(itertools.combinations(des, 2)) if des else []
+        forced_triples = [des] if des else []
+        cliques, weights, info = select_public(
+            cpub,
+            epsilon,
+            forced_pairs,
+            forced_triples,
+            boost=self.boost,
+            threshold=self.triple_threshold,
+            max_cells=self.max_cells,
+        )
+        times["select"] = time.perf_counter() - t1
+        if self.memory_limit_mb is not None:
+            from ..inference.pgm import ModelTooLargeError, junction_tree_size
+
+            cells, mb = junction_tree_size(comp.compressed, cliques)
+            if mb > self.memory_limit_mb:
+                raise ModelTooLargeError(
+                    f"NIST-MST selection needs a {mb:,.0f} MiB model ({cells:,} cells) > memory_limit_mb={self.memory_limit_mb:g}; "
+                    "lower max_cells or raise the limit"
+                )
+        # (6) measure the selection (Algorithm 1)
+        t2 = time.perf_counter()
+        log2 = measure_marginals(
+            cpriv, list(zip(cliques, weights)), sigma, rng, ledger=ledger, label="measure selected"
+        )
+        times["measure_selected"] = time.perf_counter() - t2
+        # (7) synthesize with Private-PGM (Eq. 4.2; Algorithms 7-8)
+        t3 = time.perf_counter()
+        from ..inference.pgm import estimate
+
+        model = estimate(comp.compressed, one_way + [noisy_marginal_measurement(m) for m in log2], iters=self.iters)
+        times["estimate"] = time.perf_counter() - t3
+        t4 = time.perf_counter()
+        synth = model.synthetic_data(self.synthetic_records, rng=rng)
+        # (8) reverse: compression, transforms (Algorithm 9), encoding
+        synth = comp.reverse(synth, rng)
+        doms = [enc.compressed]
+        for t in self.transforms[:-1]:
+            doms.append(t.transform_domain(doms[-1]))
+        for t, dom in zip(reversed(self.transforms), reversed(doms)):
+            synth = t.reverse(synth, rng, domain=dom)
+        synth = enc.reverse(synth, rng)
+        times["generate"] = time.perf_counter() - t4
+        times["total"] = time.perf_counter() - t0
+        return SynthesisResult.from_ledger(
+            synth,
+            self.name,
+            self.parameters(),
+            ledger,
+            times,
+            {
+                "sigma": sigma,
+                "rho": ledger.total,
+                "cliques": cliques,
+                "weights": weights,
+                "selection": info,
+                "designated": des,
+                "compression": comp.summary(),
+                "compression_map": comp,
+                "log_oneway": log1,
+                "log_selected": log2,
+            },
+        )

@@ -1,0 +1,151 @@
+"""Mechanism registry: name → factory, with presets. What ``margsynth synth NAME`` runs.
+
+A factory is any callable returning an object with the mechanism protocol
+(:class:`~margsynth.mechanisms.base.Mechanism`: ``run(data, epsilon, delta, rng, **kw)
+-> SynthesisResult``). Factories are given as ``"module:attribute"`` strings and
+imported on first use, so registering a mechanism costs nothing (and PrivPGD's
+torch is imported only when PrivPGD runs). Another mechanism plugs in with one
+line, e.g.::
+
+    register("privpgd", "margsynth.inference.privpgd:PrivPGD.preset")
+    register("privsyn", "margsynth.mechanisms.privsyn:PrivSyn")
+
+A preset is a name bound to a factory plus keyword arguments (e.g. ``mst-prop4``).
+Mechanisms that need a public dataset (``nist-mst``) declare ``needs_public=True``;
+``run`` keyword arguments (``public=...``) are passed through by the CLI.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["MechanismSpec", "available", "create", "register", "spec"]
+
+
+@dataclass(frozen=True)
+class MechanismSpec:
+    name: str
+    factory: str | Callable[..., Any]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    needs_public: bool = False
+    description: str = ""
+
+    def resolve(self) -> Callable[..., Any]:
+        f = self.factory
+        if callable(f):
+            return f
+        module, _, attr = f.partition(":")
+        if not module or not attr:
+            raise ValueError(f"mechanism {self.name!r}: factory must be 'module:attribute', got {f!r}")
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            raise ValueError(
+                f"mechanism {self.name!r} is registered but its module {module!r} is not available ({exc})"
+            ) from exc
+        obj: Any = mod
+        try:
+            for part in attr.split("."):  # "Class.classmethod" factories are allowed
+                obj = getattr(obj, part)
+        except AttributeError:
+            raise ValueError(f"mechanism {self.name!r}: {module!r} has no attribute {attr!r}") from None
+        return obj
+
+
+_REGISTRY: dict[str, MechanismSpec] = {}
+
+
+def register(
+    name: str,
+    factory: str | Callable[..., Any],
+    *,
+    needs_public: bool = False,
+    description: str = "",
+    replace: bool = False,
+    **kwargs: Any,
+) -> None:
+    """Register ``name`` → ``factory(**kwargs)`` (``factory`` a callable or ``"module:attr"``)."""
+    if not isinstance(name, str) or not name or name != name.strip() or " " in name:
+        raise ValueError(f"mechanism name must be a non-empty word, got {name!r}")
+    if name in _REGISTRY and not replace:
+        raise ValueError(f"mechanism {name!r} is already registered")
+    _REGISTRY[name] = MechanismSpec(name, factory, dict(kwargs), needs_public, description)
+
+
+def available() -> list[str]:
+    """Registered mechanism names, in registration order."""
+    return list(_REGISTRY)
+
+
+def spec(name: str) -> MechanismSpec:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown mechanism {name!r}; available: {', '.join(_REGISTRY)}") from None
+
+
+def create(name: str, **overrides: Any):
+    """A mechanism instance for ``name`` (preset keyword arguments, then ``overrides``)."""
+    s = spec(name)
+    factory = s.resolve()
+    try:
+        return factory(**{**s.kwargs, **overrides})
+    except TypeError as exc:
+        raise ValueError(f"mechanism {name!r}: bad parameters {sorted(overrides)} ({exc})") from exc
+
+
+# --------------------------------------------------------------------------- built-ins
+register(
+    "mst", "margsynth.mechanisms.mst:MST", description="MST (NIST-MST paper §6): private Chow-Liu tree + Private-PGM"
+)
+register(
+    "mst-prop4",
+    "margsynth.mechanisms.mst:MST",
+    conversion="prop4",
+    description="MST with rho from Prop. 4 as the paper's appendix states (default uses the authors' CKS conversion)",
+)
+register(
+    "nist-mst",
+    "margsynth.mechanisms.nist_mst:NISTMST",
+    needs_public=True,
+    description="NIST-MST (§5): selection on public data (Algorithm 5), Eq. 5.1 noise, Private-PGM",
+)
+register("aim", "margsynth.mechanisms.aim:AIM", description="AIM (McKenna et al. 2022), all 3-way workload by default")
+register(
+    "independent", "margsynth.mechanisms.baselines:Independent", description="independent one-way marginals baseline"
+)
+register(
+    "adagrid",
+    "margsynth.mechanisms.adagrid:AdaptiveGrid",
+    description="adaptive-granularity mechanism (Gaussian DP, Private-PGM)",
+)
+register(
+    "adaptive-grid",
+    "margsynth.mechanisms.adagrid:AdaptiveGrid",
+    description="alias of adagrid",
+)
+register(
+    "privsyn",
+    "margsynth.mechanisms.privsyn:PrivSyn",
+    description="PrivSyn: InDif selection (Algorithms 1-2, Eq. 1), consistency, GUM synthesis",
+)
+register(
+    "mst-gum",
+    "margsynth.mechanisms.mst:MST",
+    generator="gum",
+    description="MST's selection and measurements, synthetic data from PrivSyn's GUM (§5.2) on its consistent marginals",
+)
+register(
+    "privsyn-pgm",
+    "margsynth.mechanisms.privsyn:PrivSyn",
+    generator="pgm",
+    description="PrivSyn's selection and measurements (Algorithms 1-2, Eq. 1), synthetic data from Private-PGM",
+)
+register(
+    "privpgd",
+    "margsynth.inference.privpgd:PrivPGD.preset",
+    description="PrivPGD (Donhauser et al. 2024): particle gradient descent on sliced Wasserstein (--preset default|fast)",
+)

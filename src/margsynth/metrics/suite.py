@@ -1,0 +1,206 @@
+"""The metric registry behind ``margsynth evaluate``: metric name → function.
+
+Every metric has the signature ``f(real: Dataset, synth: Dataset, *, rng) -> float``
+(``rng`` a ``numpy.random.Generator``; deterministic metrics ignore it), both datasets
+over the same domain, lower is better. Names are stable — users script against them:
+
+=====================  ===================================================================
+``tv-1way``            mean total-variation distance over all 1-way marginals
+``tv-2way``            mean TV over all 2-way marginals
+``tv-3way``            mean TV over all 3-way marginals
+``nist-3way``          NIST 2018 criterion 1: mean TV over 100 random 3-way marginals
+``nist-conjunctions``  NIST 2018 criterion 2: 300 random high-order conjunctions
+``nist-target``        NIST 2018 criterion 3: one designated 3-way marginal
+                       (:func:`designated_triple` picks it)
+=====================  ===================================================================
+
+(TV of two count tables = ½ Σ |p − q| after normalising each to sum 1; NIST criteria
+from :mod:`margsynth.metrics.nist2018`, NOTES §4.)
+
+Other modules add theirs: ``margsynth.metrics.evaluation.EVALUATION_METRICS`` (same
+signature; the PrivPGD paper's suite: ``downstream``, ``covariance``,
+``counting-queries``, ``threshold-queries``, ``sw-2way``, ``tv-2way``) is merged in on
+first use; names already here keep their definition (one ``tv-2way``; both compute
+the same number). :func:`register_metric` adds one more.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ..dataset import Dataset
+from ..domain import Domain
+from . import nist2018
+
+__all__ = [
+    "DEFAULT_METRICS",
+    "DESIGNATED",
+    "METRICS",
+    "available_metrics",
+    "designated_triple",
+    "evaluate",
+    "get_metric",
+    "register_metric",
+    "tv_kway",
+]
+
+Metric = Callable[..., float]
+
+#: Designated 3-way marginal (a, b, target) of NIST criterion 3 for known schemas: the
+#: analogue of the challenge's SEX × CITY × INCWAGE (demographic × place × income).
+DESIGNATED: dict[frozenset, tuple[str, str, str]] = {
+    frozenset({"sex", "native-country", "income>50K"}): ("sex", "native-country", "income>50K"),
+    frozenset({"Sex", "Pclass", "Survived"}): ("Sex", "Pclass", "Survived"),
+}
+
+
+def designated_triple(domain: Domain) -> tuple[str, str, str]:
+    """The designated marginal of ``nist-target`` for ``domain``: a known schema's entry of
+    :data:`DESIGNATED` (adult: sex × native-country × income>50K; titanic: Sex × Pclass ×
+    Survived), else the last attribute as target with the two smallest other attributes
+    (ties by domain order) as groups."""
+    names = set(domain.names)
+    for key, triple in DESIGNATED.items():
+        if key <= names:
+            return triple
+    if len(domain) < 3:
+        raise ValueError(f"nist-target needs at least 3 attributes, domain has {len(domain)}")
+    target = domain.names[-1]
+    others = sorted(domain.names[:-1], key=lambda a: (domain[a].size, domain.index(a)))[:2]
+    a, b = sorted(others, key=domain.index)
+    return (a, b, target)
+
+
+def _check_pair(real: Dataset, synth: Dataset) -> None:
+    for name, ds in (("real", real), ("synthetic", synth)):
+        if not isinstance(ds, Dataset):
+            raise ValueError(f"{name} data must be a Dataset, got {type(ds).__name__}")
+        if ds.total() <= 0:
+            raise ValueError(f"{name} data is empty")
+    if real.domain.names != synth.domain.names or real.domain.shape != synth.domain.shape:
+        raise ValueError(f"real and synthetic data must share a domain: {real.domain!r} vs {synth.domain!r}")
+
+
+def tv_kway(real: Dataset, synth: Dataset, k: int) -> float:
+    """Mean, over all ``k``-subsets ``C`` of attributes, of ``½ ||M_C(D)/|D| − M_C(S)/|S|||_1``."""
+    _check_pair(real, synth)
+    names = real.domain.names
+    if not 1 <= k <= len(names):
+        raise ValueError(f"k must be in 1..{len(names)}, got {k}")
+    nr, ns = real.total(), synth.total()
+    vals = [
+        0.5 * float(np.abs(real.marginal(c, flatten=True) / nr - synth.marginal(c, flatten=True) / ns).sum())
+        for c in itertools.combinations(names, k)
+    ]
+    return float(np.mean(vals))
+
+
+def _tv(k: int) -> Metric:
+    def metric(real: Dataset, synth: Dataset, *, rng: np.random.Generator | None = None) -> float:
+        return tv_kway(real, synth, k)
+
+    metric.__name__ = f"tv_{k}way"
+    metric.__doc__ = f"Mean total-variation distance over all {k}-way marginals."
+    return metric
+
+
+def _gen(rng) -> np.random.Generator:
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None:
+        return np.random.default_rng(0)
+    return np.random.default_rng(int(rng))
+
+
+def nist_3way(real: Dataset, synth: Dataset, *, rng: np.random.Generator | None = None) -> float:
+    """NIST 2018 criterion 1 (paper §3.3 (1)): mean TV over 100 random triples."""
+    _check_pair(real, synth)
+    return nist2018.three_way_marginal_score(real, synth, _gen(rng))
+
+
+def nist_conjunctions(real: Dataset, synth: Dataset, *, rng: np.random.Generator | None = None) -> float:
+    """NIST 2018 criterion 2 (paper §3.3 (2)): 300 random high-order conjunctions."""
+    _check_pair(real, synth)
+    return nist2018.conjunction_score(real, synth, _gen(rng))
+
+
+def nist_target(real: Dataset, synth: Dataset, *, rng: np.random.Generator | None = None) -> float:
+    """NIST 2018 criterion 3 (paper §3.3 (3)) on :func:`designated_triple`."""
+    _check_pair(real, synth)
+    return nist2018.designated_marginal_score(real, synth, designated_triple(real.domain))
+
+
+METRICS: dict[str, Metric] = {
+    "tv-1way": _tv(1),
+    "tv-2way": _tv(2),
+    "tv-3way": _tv(3),
+    "nist-3way": nist_3way,
+    "nist-conjunctions": nist_conjunctions,
+    "nist-target": nist_target,
+}
+#: What ``margsynth evaluate`` computes without ``--metrics``.
+DEFAULT_METRICS: tuple[str, ...] = tuple(METRICS)
+
+_merged = False
+
+
+def _merge_plugins() -> None:
+    """Merge ``margsynth.metrics.evaluation.EVALUATION_METRICS`` (if that module exists)."""
+    global _merged
+    if _merged:
+        return
+    _merged = True
+    import importlib
+
+    try:
+        evaluation = importlib.import_module(f"{__package__}.evaluation")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__package__}.evaluation":
+            raise
+        return
+    for name, fn in getattr(evaluation, "EVALUATION_METRICS", {}).items():
+        METRICS.setdefault(name, fn)
+
+
+def register_metric(name: str, fn: Metric, *, replace: bool = False) -> None:
+    """Add a metric ``fn(real, synth, *, rng) -> float`` under ``name``."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"metric name must be a non-empty string, got {name!r}")
+    if not callable(fn):
+        raise ValueError(f"metric {name!r} must be callable")
+    if name in METRICS and not replace:
+        raise ValueError(f"metric {name!r} is already registered")
+    METRICS[name] = fn
+
+
+def available_metrics() -> list[str]:
+    _merge_plugins()
+    return list(METRICS)
+
+
+def get_metric(name: str) -> Metric:
+    _merge_plugins()
+    try:
+        return METRICS[name]
+    except KeyError:
+        raise ValueError(f"unknown metric {name!r}; available: {', '.join(METRICS)}") from None
+
+
+def evaluate(
+    real: Dataset, synth: Dataset, metrics: Sequence[str] | None = None, *, seed: int | np.random.Generator = 0
+) -> dict[str, float]:
+    """``{name: value}`` for each metric (default :data:`DEFAULT_METRICS`). Every metric
+    gets its own generator derived from ``seed`` and its name, so a metric's value does
+    not depend on which other metrics are asked for."""
+    names = list(DEFAULT_METRICS if metrics is None else metrics)
+    fns = [get_metric(n) for n in names]  # validate all names first
+    _check_pair(real, synth)
+    base = int(seed.integers(2**31)) if isinstance(seed, np.random.Generator) else int(seed)
+    out = {}
+    for n, fn in zip(names, fns):
+        rng = np.random.default_rng([base, *n.encode()])
+        out[n] = float(fn(real, synth, rng=rng))
+    return out
