@@ -1,4 +1,4 @@
-"""The generic 2018 NIST scoring (NOTES §4): 3-way TV, conjunctions, designated marginal."""
+"""The generic 2018 NIST scoring (docs/notes/nist2018.md): 3-way TV, conjunctions, designated marginal."""
 
 from __future__ import annotations
 
