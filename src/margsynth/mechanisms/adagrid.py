@@ -265,6 +265,8 @@ def adaptive_query(
         ``j`` were measured large. ``None`` (or ``k = 1``): the only parent is the
         total, which is large, so ``Q = I``.
 
+    Notes
+    -----
     Construction: cell ``x`` gets an identity row iff ``parent_large[j][x without j]``
     for every ``j``. Every other cell is covered by ``k`` aggregate rows, one per
     parent grouping ``j``: the row of parent cell ``p`` sums, with weight
@@ -531,8 +533,10 @@ def brute_force_sensitivity(
 class AdaptiveGrid:
     """The adaptive-granularity mechanism (AGM, all sections; docs/notes/adaptive_grid.md).
 
-    Parameters (hyperparameters; the budget split is uniform: every marginal of the
-    closure is one Gaussian measurement with the same ``sigma``, as in AGM)
+    The budget split is uniform: every marginal of the closure is one Gaussian
+    measurement with the same ``sigma``, as in AGM.
+
+    Parameters
     ----------
     marginals:
         Outer-level attribute sets (AGM "Marginal Selection"); their downward
