@@ -15,10 +15,15 @@
 # %% [markdown]
 # # 01 — MGD vs range query (MGD paper, Table 1 and Figure 3)
 #
+# The MGD paper: Z. Li, T. Wang, T. Dang & N. Li, *MGD: A Utility Metric for Private Data Publication*, 8th
+# International Conference on Networking, Systems and Security (NSysS 2021), ACM, doi:10.1145/3491371.3491385;
+# §5 (Figure 3) and Appendix B (Table 1).
+#
 # Every scored Baltimore 911 file of the data mirror (lap-\*, sample-\*, mediocre, very-poor) gets the inverse
 # pie-chart score (Inv Pie), the range-query error (RQ), the seven AEMCs (M, N, I, M+I, M+N, N+I, 3-way) and MGD
 # (weights 1/9 for the six one- and two-way marginals, 1/3 for the 3-way), with the `baltimore-table1` preset
-# (design NOTES §1). The table sits next to the published numbers (`shared/reference/mgd_table1.csv`).
+# (how its weights and distances were chosen: docs/notes/mgd_baltimore.md). The table sits next to the published
+# numbers, shipped with the package (`margsynth.experiments.published.load("mgd_table1")`).
 #
 # * RQ: our queries are seeded; the published ones were not, so only the magnitude is comparable.
 # * `lap_eps0.1` has no published row (the authors' code ran out of its fixed flow capacity); we score it.
@@ -58,8 +63,9 @@ wide.round(4)
 # %% [markdown]
 # The one cell that differs, sample-0.1 M+I, is a finding: its LP optimum is exactly 41485/2 / 1,455,608 =
 # 0.014250059 (prints 0.0143); the authors' flow code, whose bin-to-sink arc carries Q−Δ even when negative
-# (NOTES §1), gives 0.014237 (prints 0.0142, the published value) — shown in `authors_variant`. NOTES §1 says the two
-# agree on all these files; they do not here. We follow the paper's LP (`allow_negative=False`).
+# (docs/notes/mgd_baltimore.md), gives 0.014237 (prints 0.0142, the published value) — shown in `authors_variant`.
+# The LP and that flow code were expected to agree on all these files; they do not on this one. We follow the
+# paper's LP (§6.1, `allow_negative=False`).
 
 # %% [markdown]
 # ## Figure 3: RQ against Inv Pie, MGD and the 3-way AEMC

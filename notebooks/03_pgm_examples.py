@@ -15,8 +15,11 @@
 # %% [markdown]
 # # 03 — Private-PGM examples (NIST-MST/MST paper §4.2, Examples 1–3)
 #
-# Private-PGM (`margsynth.inference.pgm`, written from the math of McKenna, Sheldon & Miklau, ICML 2019) on the
-# paper's toy setting: a 1,000-record sample, two measured 2-way marginals — (SEX, LABFORCE) and (LABFORCE, SCHOOL) —
+# The NIST-MST/MST paper: R. McKenna, G. Miklau & D. Sheldon, *Winning the NIST Contest: A scalable and general
+# approach to differentially private synthetic data*, Journal of Privacy and Confidentiality 11(3), 2021,
+# arXiv:2108.04978. Private-PGM (`margsynth.inference.pgm`, written from the math of R. McKenna, D. Sheldon &
+# G. Miklau, *Graphical-model Based Estimation and Inference for Differential Privacy*, ICML 2019,
+# arXiv:1901.09136) on the paper's toy setting: a 1,000-record sample, two measured 2-way marginals — (SEX, LABFORCE) and (LABFORCE, SCHOOL) —
 # with Gaussian noise σ = 50, then
 #
 # 1. **Example 1** — the Private-PGM marginals are consistent and closer to the truth than the noisy ones;

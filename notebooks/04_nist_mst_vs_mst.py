@@ -15,7 +15,8 @@
 # %% [markdown]
 # # 04 — NIST-MST vs MST (Table 5 and the selection-quality table, in kind)
 #
-# McKenna, Miklau & Sheldon, *Winning the NIST contest* (`../shared/papers/nist-mst-and-mst.txt`):
+# R. McKenna, G. Miklau & D. Sheldon, *Winning the NIST Contest: A scalable and general approach to
+# differentially private synthetic data*, Journal of Privacy and Confidentiality 11(3), 2021, arXiv:2108.04978:
 # §5 NIST-MST (Algorithms 2–5, 7–10), §6 MST (Algorithm 6), §7 Table 5 and the appendix table on the
 # quality of the selected marginals.
 #
@@ -24,7 +25,8 @@
 # NIST-MST selects on, `adult-priv` (32,384 records) the sensitive data — at ε ∈ {0.3, 1, 8} and
 # δ = 1e-9 (about 1/n², as the contest's δ ≈ 2.3e-12 was for its 661k records). The contest's
 # SEX × CITY × INCWAGE marginal becomes sex × native-country × income>50K. The three scores are the
-# generic NIST criteria of `margsynth.metrics.nist2018` (NOTES §4), each in [0, 1], lower is better;
+# generic NIST criteria of `margsynth.metrics.nist2018` (our reading of the 2018 challenge's scoring rules:
+# docs/notes/nist2018.md), each in [0, 1], lower is better;
 # the published numbers are shown beside ours for the ordering of mechanisms and the trend in ε,
 # not for their level (different data, and the official scoring script is not available).
 #

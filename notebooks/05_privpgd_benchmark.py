@@ -15,8 +15,8 @@
 # %% [markdown]
 # # 05 — PrivPGD benchmark (Figures 1–2 and the appendix tables, in kind)
 #
-# Donhauser, Abad, Hulkund & Yang, *Privacy-preserving data release leveraging optimal transport and
-# particle gradient descent* (ICML 2024; `../shared/papers/privpgd.txt`), §4.1–4.3.
+# K. Donhauser, J. Abad, N. Hulkund & F. Yang, *Privacy-preserving data release leveraging optimal transport and
+# particle gradient descent*, ICML 2024, arXiv:2401.17823, §4.1–4.3.
 #
 # Every available dataset (adult, nltcs, titanic and any other registered record dataset present
 # locally) at ε ∈ {0.2, 1, 2.5}, δ = 1e-5; methods **PrivPGD** (ours, `margsynth.inference.privpgd`),
@@ -61,7 +61,8 @@ print({k: v for k, v in cfg.items() if k != "params"})
 
 # %%
 t0 = time.perf_counter()
-runs = exp.benchmark(profile, datasets=datasets, epsilons=epsilons, seeds=seeds, workers=workers, scheduler=scheduler)
+runs = exp.benchmark(profile, datasets=datasets, epsilons=epsilons, seeds=seeds, workers=workers, scheduler=scheduler,
+                    progress=True)
 print(f"sweep: {time.perf_counter() - t0:.0f} s ({len(runs)} jobs; cached jobs are read back)")
 baseline = pd.DataFrame({"dataset": sorted(set(runs["dataset"]))})
 baseline["downstream (real data)"] = [exp.real_baseline(d) for d in baseline["dataset"]]
@@ -101,7 +102,8 @@ dist
 # %% [markdown]
 # ## Beside the paper's tables (in kind)
 #
-# The paper's appendix tables (`../shared/reference/privpgd_tables.csv`, block 0 = its default budget,
+# The paper's appendix tables (shipped with the package: `margsynth.experiments.published.load("privpgd_tables")`;
+# block 0 = its default budget,
 # most likely ε = 2.5) are on other datasets; we therefore put side by side, per method, the **median
 # over datasets** of each metric and the **mean rank** among PrivPGD, PGM+MST and PGM+AIM (1 = best),
 # for the paper's datasets and for ours at ε = 2.5 (GUM is not in the paper). Note the paper's TV

@@ -15,7 +15,8 @@
 # %% [markdown]
 # # 06 — PrivPGD with a domain-specific constraint (Figure 3)
 #
-# Donhauser et al. (ICML 2024; `../shared/papers/privpgd.txt`) §4.4 and Appendix B. PrivPGD's loss
+# K. Donhauser, J. Abad, N. Hulkund & F. Yang, *Privacy-preserving data release leveraging optimal transport and
+# particle gradient descent*, ICML 2024, arXiv:2401.17823, §4.4 and Appendix B. PrivPGD's loss
 # (Eq. 7) takes an additive differentiable penalty `γ R(X)`. The worked example protects one
 # population-level statistic — a linear, non-sparse thresholding query `q(D) = mean 1[<θ, e(x)> ≥ τ]`
 # in the embedding space — by pushing the synthetic answer *away* from a private estimate of the

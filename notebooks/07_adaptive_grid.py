@@ -15,13 +15,16 @@
 # %% [markdown]
 # # 07 — The adaptive-granularity mechanism vs identity queries
 #
-# The adaptive grid (`margsynth.mechanisms.adagrid`, from `../shared/papers/adaptive-granularity-mechanism.txt`
-# with `NOTES.md` §5) measures the downward closure of a few outer-level marginals in rounds
+# The adaptive grid (`margsynth.mechanisms.adagrid`) implements R. McKenna's *Adaptive Granularity Mechanism*, the
+# winning write-up of sprint 3 of the NIST PSCR Differential Privacy Temporal Map Challenge (2020–21,
+# https://github.com/ryan112358/nist-synthetic-data-2021); what the write-up leaves open, and how we settled it, is
+# in docs/notes/adaptive_grid.md. It measures the downward closure of a few outer-level marginals in rounds
 # k = 1..K. Round k measures each k-way marginal through an *adaptive* query matrix: identity rows on
 # the cells whose every (k−1)-way parent was measured large in round k−1 (noisy answer > `threshold`·σ),
 # and k aggregate rows of weight 1/√k, one per parent grouping, over all other cells — so every column
 # has L2 norm exactly 1 and each measurement has sensitivity C. Privacy is accounted in Gaussian DP
-# (n measurements at noise σ compose to √n·C/σ-GDP, converted to (ε, δ) by Dong et al. Cor. 2.13);
+# (n measurements at noise σ compose to √n·C/σ-GDP, converted to (ε, δ) by Cor. 2.13 of J. Dong, A. Roth &
+# W. J. Su, *Gaussian Differential Privacy*, JRSS-B 84(1), 2022, arXiv:1905.02383);
 # Private-PGM turns the sparse measurements into a model and synthetic records.
 #
 # The comparison measures **the same marginals with the same σ** through identity queries (the special
@@ -140,5 +143,5 @@ sens
 # capital-loss × income) are measured by aggregate rows at every ε, and in our full-profile runs
 # (5 seeds) the adaptive grid has the lower error on the measured marginals and on all 3-way marginals,
 # most clearly at small ε; on nltcs the differences are within seed-to-seed noise. The paper's quoted
-# noise scales (5739.36, 895) do not follow from its own formula (NOTES §5); the mechanism uses the
-# formula.
+# noise scales (5739.36, 895) do not follow from its own formula (docs/notes/adaptive_grid.md); the mechanism
+# uses the formula.

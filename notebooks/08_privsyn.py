@@ -15,8 +15,9 @@
 # %% [markdown]
 # # 08 — PrivSyn: selection, GUM vs Private-PGM, and MST
 #
-# PrivSyn (Zhang et al., USENIX Security 2021; `../shared/papers/privsyn-selection-and-gum-excerpt.txt`
-# with `NOTES.md` §2) spends 10% of its zCDP budget on a noisy InDif score for every attribute pair,
+# PrivSyn (Z. Zhang, T. Wang, N. Li, J. Honorio, M. Backes, S. He, J. Chen & Y. Zhang, *PrivSyn: Differentially
+# Private Data Synthesis*, USENIX Security 2021, arXiv:2012.15128; what the paper leaves open, and how we settled
+# it, is in docs/notes/privsyn.md) spends 10% of its zCDP budget on a noisy InDif score for every attribute pair,
 # selects pairs greedily (Algorithm 1: add the pair that most lowers *noise error of the selected
 # marginals under the Eq. 1 allocation ρ_i ∝ c_i^{2/3}* + *dependency error (noisy InDif) of the rest*,
 # stop when that estimate stops improving), merges small cliques of selected pairs into multi-way
