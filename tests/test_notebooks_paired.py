@@ -37,7 +37,9 @@ def test_notebook_has_a_pair(path):
 
 @pytest.mark.parametrize("path", PY, ids=lambda p: p.stem)
 def test_script_has_a_notebook(path):
-    assert path.with_suffix(".ipynb").is_file(), f"{path.name} has no notebook: run jupytext --sync notebooks/{path.name}"
+    assert path.with_suffix(".ipynb").is_file(), (
+        f"{path.name} has no notebook: run jupytext --sync notebooks/{path.name}"
+    )
 
 
 @pytest.mark.parametrize("path", IPYNB, ids=lambda p: p.stem)
@@ -56,6 +58,8 @@ def test_stored_without_outputs_and_with_parameters(path):
     nbformat.validate(nb)
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert all(not c.outputs and c.execution_count is None for c in code), f"{path.name} is stored with outputs"
-    assert code and "parameters" in code[0].metadata.get("tags", ()), f"{path.name}: first code cell is not tagged parameters"
+    assert code and "parameters" in code[0].metadata.get("tags", ()), (
+        f"{path.name}: first code cell is not tagged parameters"
+    )
     assert "profile" in code[0].source, f"{path.name}: the parameters cell does not set profile"
     assert nb.metadata.get("kernelspec", {}).get("name") == "python3"
