@@ -81,3 +81,38 @@ def test_signals_exit_quietly(toy, sig, code):
     res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert res.returncode == code
     _one_line_error(res.stderr, "margsynth data:")
+
+
+# ----------------------------------------------------------------------------- family 6: permissions
+@pytest.fixture
+def umask():
+    old = os.umask(0o022)
+    try:
+        yield lambda m: os.umask(m)
+    finally:
+        os.umask(old)
+
+
+@pytest.mark.parametrize("mask, mode", [(0o022, 0o644), (0o002, 0o664), (0o077, 0o600)])
+def test_files_follow_the_umask(toy, tmp_path, monkeypatch, umask, mask, mode):
+    import hashlib
+
+    import importlib
+
+    from margsynth.data import registry
+
+    fetch_mod = importlib.import_module("margsynth.data.fetch")
+
+    umask(mask)
+    # synth output and sidecar
+    assert main(_synth(toy)) == 0
+    for p in (toy / "out.csv", toy / "out.csv.json"):
+        assert p.stat().st_mode & 0o777 == mode, p
+    # fetched data (from a mirror)
+    content = b"x\n0\n"
+    (tmp_path / "mirror" / "toy").mkdir(parents=True)
+    (tmp_path / "mirror" / "toy" / "a.csv").write_bytes(content)
+    entry = registry.FileEntry("toy/a.csv", hashlib.sha256(content).hexdigest(), len(content), "http://127.0.0.1:9/a")
+    monkeypatch.setenv("MARGSYNTH_DATA_DIR", str(tmp_path / "cache"))
+    report = fetch_mod.fetch_file(entry, mirror=tmp_path / "mirror")
+    assert report.action == "copied" and report.local.stat().st_mode & 0o777 == mode
