@@ -33,6 +33,7 @@ from ..mechanisms.adagrid import (
     contribution_bound,
     measure_rounds,
 )
+from ..metrics.marginal import marginal_tvs
 from .cache import memoize
 
 __all__ = [
@@ -43,7 +44,6 @@ __all__ = [
     "datasets_present",
     "run_one",
     "sensitivity_check",
-    "tv_error",
 ]
 
 #: The datasets of notebook 07, and the larger registered ones used when present.
@@ -64,13 +64,6 @@ def datasets_present(include_larger: bool = True) -> list[str]:
     if include_larger:
         out += [n for n in LARGER_DATASETS if n in RECORD_DATASETS and is_available(RECORD_DATASETS[n][0])]
     return out
-
-
-def tv_error(truth: Dataset, synth: Dataset, cliques: Sequence[Sequence[str]]) -> np.ndarray:
-    """Total-variation distance ``0.5 ||p - q||_1`` between the normalised true and
-    synthetic marginals, one value per clique."""
-    n_t, n_s = max(truth.total(), 1e-300), max(synth.total(), 1e-300)
-    return np.array([0.5 * float(np.abs(truth.marginal(c) / n_t - synth.marginal(c) / n_s).sum()) for c in cliques])
 
 
 @memoize(version=1)
@@ -95,9 +88,9 @@ def run_one(
     seconds = time.perf_counter() - t0
     key = {"dataset": dataset, "epsilon": epsilon, "seed": seed, "queries": queries}
     measured = res.extras["marginals"]
-    err_measured = tv_error(data, res.synthetic, measured)
+    err_measured = marginal_tvs(data, res.synthetic, measured)
     triples = list(itertools.combinations(data.domain.names, 3))
-    err_3way = tv_error(data, res.synthetic, triples)
+    err_3way = marginal_tvs(data, res.synthetic, triples)
     errors = [
         {**key, "workload": "measured marginals", "marginals": len(measured), "error": float(err_measured.mean())}
     ]
