@@ -35,6 +35,7 @@ from ..mechanisms.adagrid import (
 )
 from ..metrics.marginal import marginal_tvs
 from .cache import memoize
+from .sweep import map_jobs
 
 __all__ = [
     "BASE_DATASETS",
@@ -133,15 +134,26 @@ def compare(
     delta: float = 1e-9,
     iters: int = 1000,
     threshold: float = 1.0,
+    workers: int | None = 1,
+    scheduler: str | None = None,
+    progress: bool = True,
 ) -> dict[str, pd.DataFrame]:
     """Adaptive grid vs identity queries on every (dataset, epsilon, seed).
 
+    The runs go through :func:`~margsynth.experiments.sweep.map_jobs` (``workers``
+    local processes, ``1``: in this process; or a Dask ``scheduler``), each cached.
     Returns DataFrames ``errors`` (one row per run and workload), ``rounds`` (one row per
     run and round: identity/aggregate rows, column-norm range) and ``runs`` (spent
     budget, sigma, timings)."""
+    calls = [
+        {"dataset": ds, "epsilon": float(eps), "seed": int(seed), "queries": q, "delta": delta, "iters": iters,
+         "threshold": threshold}
+        for ds, eps, seed, q in itertools.product(datasets, epsilons, seeds, ("adaptive", "identity"))
+    ]  # fmt: skip
+    if not calls:
+        raise ValueError("nothing to run: empty datasets, epsilons or seeds")
     errors, rounds, runs = [], [], []
-    for ds, eps, seed, q in itertools.product(datasets, epsilons, seeds, ("adaptive", "identity")):
-        out = run_one(ds, float(eps), int(seed), q, delta=delta, iters=iters, threshold=threshold)
+    for out in map_jobs(run_one, calls, workers=workers, scheduler=scheduler, progress=progress, desc="adaptive grid"):
         errors += out["errors"]
         rounds += out["rounds"]
         runs.append(out["summary"])

@@ -31,10 +31,8 @@ Computed here, cached on disk per run (:func:`~margsynth.experiments.cache.memoi
 from __future__ import annotations
 
 import itertools
-import os
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -45,6 +43,7 @@ from ..mechanisms.registry import create
 from ..metrics.range_queries import RangeQuery, range_query_error, range_workload
 from ..metrics.suite import tv_kway
 from .cache import memoize
+from .sweep import map_jobs
 
 __all__ = [
     "DATASETS",
@@ -175,10 +174,13 @@ def compare(
     mechanisms: Sequence[str] = tuple(MECHANISMS),
     *,
     workers: int | None = 1,
+    scheduler: str | None = None,
+    progress: bool = True,
     **kwargs,
 ) -> dict[str, pd.DataFrame]:
     """Every (dataset, epsilon, seed, mechanism) through :func:`run_one` (``kwargs`` go
-    to it), in ``workers`` local processes (``None``: the CPU count; ``1``: in-process).
+    to it), as jobs of :func:`~margsynth.experiments.sweep.map_jobs`: ``workers`` local
+    processes (``None``: the CPU count; ``1``: in-process) or a Dask ``scheduler``.
 
     Returns DataFrames ``runs`` (one row per run: status, spent budget, utility, timing),
     ``gum_traces`` (one row per GUM round), ``selection`` (Algorithm 1 per step, PrivSyn
@@ -186,27 +188,17 @@ def compare(
     bad = [m for m in mechanisms if m not in MECHANISMS]
     if bad:
         raise ValueError(f"unknown mechanisms {bad}; known: {list(MECHANISMS)}")
-    jobs = [(d, m, float(e), int(s)) for d, e, s, m in itertools.product(datasets, epsilons, seeds, mechanisms)]
-    if not jobs:
+    calls = [{"dataset": d, "mechanism": m, "epsilon": float(e), "seed": int(s), **kwargs}
+             for d, e, s, m in itertools.product(datasets, epsilons, seeds, mechanisms)]  # fmt: skip
+    if not calls:
         raise ValueError("nothing to run: empty datasets, epsilons, seeds or mechanisms")
-    n = (os.cpu_count() or 1) if workers is None else int(workers)
-    n = max(1, min(n, len(jobs)))
-    if n == 1:
-        outs = [run_one(*j, **kwargs) for j in jobs]
-    else:
-        with ProcessPoolExecutor(max_workers=n) as pool:
-            outs = list(pool.map(_run_job, [(j, kwargs) for j in jobs]))
+    outs = map_jobs(run_one, calls, workers=workers, scheduler=scheduler, progress=progress, desc="privsyn")
     frames = {}
     parts = (("summary", "runs"), ("gum_trace", "gum_traces"), ("selection", "selection"), ("budget", "budget"))
     for part, name in parts:
         rows = [o[part] for o in outs] if part == "summary" else [r for o in outs for r in o[part]]
         frames[name] = pd.DataFrame(rows)
     return frames
-
-
-def _run_job(arg) -> dict:
-    job, kwargs = arg
-    return run_one(*job, **kwargs)
 
 
 def summarise(runs: pd.DataFrame, metrics: Sequence[str] = ("tv_2way", "tv_3way", "range_queries")) -> pd.DataFrame:
