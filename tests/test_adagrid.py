@@ -12,10 +12,10 @@ import pytest
 import scipy.sparse as sp
 
 from margsynth import Dataset, Domain
+from margsynth.experiments.adagrid import brute_force_sensitivity
 from margsynth.mechanisms.adagrid import (
     AdaptiveGrid,
     adaptive_query,
-    brute_force_sensitivity,
     clipping_weights,
     column_norms,
     default_marginals,
