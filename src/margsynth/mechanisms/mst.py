@@ -41,6 +41,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+from scipy.cluster.hierarchy import DisjointSet
 
 from ..dataset import Dataset
 from ..domain import Domain
@@ -52,38 +53,10 @@ from ..privacy.accounting import exponential_epsilon
 from .base import SynthesisResult, check_run_inputs
 from .compression import Compression, compress_domain, noisy_marginal_measurement
 
-__all__ = ["GENERATORS", "MST", "DisjointSet", "check_cliques", "consistent_targets", "pair_errors", "private_kruskal"]
+__all__ = ["GENERATORS", "MST", "check_cliques", "consistent_targets", "pair_errors", "private_kruskal"]
 
 #: Generators of MST's GENERATE step: Private-PGM (§4, the paper's) or PrivSyn's GUM.
 GENERATORS = ("pgm", "gum")
-
-
-class DisjointSet:
-    """Union-find over attribute names (connected components of Algorithm 6's graph G)."""
-
-    def __init__(self, items: Sequence[str]) -> None:
-        self.parent = {a: a for a in items}
-
-    def find(self, a: str) -> str:
-        root = a
-        while self.parent[root] != root:
-            root = self.parent[root]
-        while self.parent[a] != root:
-            self.parent[a], a = root, self.parent[a]
-        return root
-
-    def union(self, a: str, b: str) -> bool:
-        ra, rb = self.find(a), self.find(b)
-        if ra == rb:
-            return False
-        self.parent[rb] = ra
-        return True
-
-    def connected(self, a: str, b: str) -> bool:
-        return self.find(a) == self.find(b)
-
-    def components(self) -> int:
-        return len({self.find(a) for a in self.parent})
 
 
 def check_cliques(domain: Domain, cliques: Sequence[Sequence[str]], what: str) -> tuple[tuple[str, ...], ...]:
@@ -178,8 +151,8 @@ def private_kruskal(
     ds = DisjointSet(names)
     for c in initial:
         for a, b in zip(c, c[1:]):
-            ds.union(a, b)
-    r = ds.components()
+            ds.merge(a, b)
+    r = ds.n_subsets
     if r <= 1:
         return []
     eps = exponential_epsilon(rho / (r - 1))  # sqrt(8 rho / (r-1))
@@ -194,7 +167,7 @@ def private_kruskal(
             sc, epsilon=eps, sensitivity=1.0, rng=rng, ledger=ledger, label=f"{label} {step + 1}/{r - 1}"
         )
         a, b = cand[idx]
-        ds.union(a, b)
+        ds.merge(a, b)
         chosen.append((a, b))
     return chosen
 
