@@ -57,7 +57,8 @@ import scipy.sparse as sp
 from ..dataset import Dataset
 from ..domain import Domain
 from ..privacy import BudgetLedger, gdp_mu_for_dp, gdp_sigma
-from .base import SynthesisResult, check_privacy_params
+from ..inference.pgm import Measurement, estimate
+from .base import NO_RNG, SynthesisResult, check_run_inputs
 
 __all__ = [
     "DEFAULT_OUTER",
@@ -459,6 +460,34 @@ class AdaptiveGrid:
         Cor. 3.3, Cor. 2.13), via :func:`~margsynth.privacy.accounting.gdp_sigma`."""
         return gdp_sigma(epsilon, delta, sensitivity=bound, compositions=measurements)
 
+    # ------------------------------------------------------------------ validate
+    def validate(
+        self,
+        data: Dataset,
+        epsilon: float,
+        delta: float,
+        *,
+        rng: Any = NO_RNG,
+        person_ids: np.ndarray | Sequence | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Every check of :meth:`run` — privacy parameters, rng, data, person ids, the
+        marginals' attribute names — before any noise (``ValueError`` on bad input)."""
+        if kwargs:
+            raise ValueError(f"unexpected keyword argument(s) {sorted(kwargs)}")
+        check_run_inputs(data, epsilon, delta, rng)
+        if data.weights is not None:
+            raise ValueError("data already carries record weights; the adaptive grid sets its own clipping weights")
+        domain = data.domain
+        if self.person_column is not None:
+            if person_ids is not None:
+                raise ValueError("give person ids either as person_column or as person_ids=, not both")
+            domain.check_attrs((self.person_column,), "person_column")
+            domain = domain.project([a for a in domain.names if a != self.person_column])
+        elif person_ids is not None:
+            clipping_weights(person_ids, self.clip, len(data))
+        self.select(domain)
+
     # ------------------------------------------------------------------ run
     def run(
         self,
@@ -478,27 +507,14 @@ class AdaptiveGrid:
         range), ``measurements`` (per marginal), ``sensitivity`` (the run-time
         column-norm check), ``sigma``, ``mu`` and ``marginals`` (the closure).
         """
-        if kwargs:
-            raise ValueError(f"unexpected keyword argument(s) {sorted(kwargs)}")
-        check_privacy_params(epsilon, delta)
-        if not isinstance(rng, np.random.Generator):
-            raise ValueError(f"rng must be an explicit numpy.random.Generator, got {type(rng).__name__}")
-        if not isinstance(data, Dataset):
-            raise ValueError(f"data must be a Dataset, got {type(data).__name__}")
-        from ..inference.pgm import Measurement, estimate
-
+        self.validate(data, epsilon, delta, rng=rng, person_ids=person_ids, **kwargs)
         times: dict[str, float] = {}
         t0 = time.perf_counter()
         # -- preprocess: person ids and clipping weights (AGM "Data preprocessing")
         if self.person_column is not None:
-            if person_ids is not None:
-                raise ValueError("give person ids either as person_column or as person_ids=, not both")
             person_ids = np.asarray(data.column(self.person_column))
-            keep = [a for a in data.domain.names if a != self.person_column]
-            data = data.project(keep)
+            data = data.project([a for a in data.domain.names if a != self.person_column])
         has_ids = person_ids is not None
-        if data.weights is not None:
-            raise ValueError("data already carries record weights; the adaptive grid sets its own clipping weights")
         weights = clipping_weights(person_ids, self.clip, len(data))
         bound = contribution_bound(self.clip, has_ids)
         weighted = Dataset._trusted(data.codes, data.domain, weights if np.any(weights != 1.0) else None)
