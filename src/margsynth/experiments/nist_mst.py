@@ -77,7 +77,7 @@ PROFILES = {
     "full": {"seeds": (0, 1, 2, 3, 4), "iters": 5000},
 }
 
-#: NIST-MST paper Table 5 (averaged over Arizona and Vermont).
+#: NIST-MST paper Table 5 (averaged over Arizona and Vermont; ``published/nist_mst_table5.csv``).
 PUBLISHED_TABLE5 = pd.DataFrame(
     [
         (0.3, "NIST-MST", 0.12, 0.17, 0.10, 0.13),
@@ -102,7 +102,7 @@ PUBLISHED_TABLE5 = pd.DataFrame(
     columns=["epsilon", "mechanism", *SCORES, "overall"],
 )
 
-#: NIST-MST paper appendix table (the quality of the selected marginals).
+#: NIST-MST paper appendix table (``published/nist_mst_selection_quality.csv``).
 PUBLISHED_SELECTION = pd.DataFrame(
     [
         ("Best", 73.64, 63.32),
