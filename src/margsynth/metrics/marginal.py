@@ -5,11 +5,11 @@ of the package (``tv-1way``/``tv-2way``/``tv-3way``, the PrivPGD suite's ``tv-2w
 NIST 2018 criteria 1 and 3, the experiments' workload errors) calls :func:`tv_distance`.
 
 Definition. For two count tables ``x`` and ``y`` of the same shape (marginals
-``M_C(D)``, ``M_C(S)`` of the real and the synthetic data over an attribute set ``C``),
+``M_C(D)``, ``M_C(S)`` of the real and the synthetic data over an attribute set ``C``)::
 
-    TV(x, y) = ½ Σ_cells | x / Σx − y / Σy |,
+    TV(x, y) = ½ Σ_cells | x / Σx − y / Σy |
 
-the total-variation distance between the two tables normalised to probability
+is the total-variation distance between the two tables normalised to probability
 distributions; it lies in [0, 1], is 0 iff the normalised tables agree and 1 iff
 their supports are disjoint. (For datasets, ``Σ M_C(D)`` is the dataset's total
 weight: its record count when unweighted.) ``l1`` is the MGD paper's "marginal table
