@@ -43,6 +43,7 @@ from ..mechanisms.nist_mst import NISTMST, contest_weights, mutual_information
 from ..metrics import nist2018
 from ..metrics.suite import designated_triple
 from .cache import memoize
+from .sweep import map_jobs
 
 __all__ = [
     "EXTRA_SCORES",
@@ -177,10 +178,26 @@ def run_one(mechanism: str, epsilon: float, seed: int, iters: int = 5000, delta:
     }
 
 
-def table5(epsilons=(0.3, 1.0, 8.0), seeds=(0, 1), iters: int = 5000, mechanisms=MECHANISMS) -> pd.DataFrame:
+def table5(
+    epsilons=(0.3, 1.0, 8.0),
+    seeds=(0, 1),
+    iters: int = 5000,
+    mechanisms=MECHANISMS,
+    *,
+    workers: int | None = 1,
+    scheduler: str | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
     """One row per (ε, mechanism, seed): the three challenge scores, their mean, our stand-in,
-    ε spent, seconds (the selections stay in :func:`run_one`'s cache, see :func:`figure3_data`)."""
-    rows = [run_one(m, float(e), int(s), iters) for e in epsilons for m in mechanisms for s in seeds]
+    ε spent, seconds (the selections stay in :func:`run_one`'s cache, see :func:`figure3_data`).
+
+    The runs go through :func:`~margsynth.experiments.sweep.map_jobs` (``workers``
+    local processes, ``1``: in this process; or a Dask ``scheduler``), each cached."""
+    calls = [{"mechanism": m, "epsilon": float(e), "seed": int(s), "iters": iters}
+             for e in epsilons for m in mechanisms for s in seeds]  # fmt: skip
+    if not calls:
+        raise ValueError("nothing to run: empty epsilons, seeds or mechanisms")
+    rows = map_jobs(run_one, calls, workers=workers, scheduler=scheduler, progress=progress, desc="table 5")
     return pd.DataFrame([{k: v for k, v in r.items() if k != "selection"} for r in rows])
 
 

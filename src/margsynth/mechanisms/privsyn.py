@@ -77,7 +77,7 @@ from ..inference.gum import GUM
 from ..inference.pgm import Measurement, ModelTooLargeError, estimate, junction_tree_size
 from ..privacy import BudgetLedger, NoisyMarginal, gaussian_mechanism
 from ..privacy.accounting import gaussian_sigma
-from .base import SynthesisResult, check_privacy_params
+from .base import NO_RNG, SynthesisResult, check_conversion, check_run_inputs
 
 __all__ = [
     "GENERATORS",
@@ -479,6 +479,7 @@ class PrivSyn:
         it = self.consistency_iterations
         if isinstance(it, bool) or not isinstance(it, int) or it < 1:
             raise ValueError(f"consistency_iterations must be a positive integer, got {it!r}")
+        check_conversion(self.conversion)
         if self.nonnegativity not in ("project", "cut"):
             raise ValueError(f"nonnegativity must be 'project' or 'cut', got {self.nonnegativity!r}")
         if not isinstance(self.gum, GUM):
@@ -491,6 +492,24 @@ class PrivSyn:
         mb = self.pgm_memory_limit_mb
         if isinstance(mb, bool) or not isinstance(mb, (int, float)) or not np.isfinite(mb) or mb <= 0:
             raise ValueError(f"pgm_memory_limit_mb must be a finite number > 0, got {mb!r}")
+
+    # ------------------------------------------------------------------ validate
+    def validate(
+        self,
+        data: Dataset,
+        epsilon: float,
+        delta: float,
+        *,
+        rng: Any = NO_RNG,
+        person_ids: np.ndarray | None = None,
+        **_: object,
+    ) -> None:
+        """Every check of :meth:`run` (privacy parameters, rng, data, person ids), before any noise."""
+        check_run_inputs(data, epsilon, delta, rng)
+        if data.weights is not None:
+            raise ValueError("PrivSyn takes unweighted records (one per row)")
+        if person_ids is not None and np.shape(person_ids) != (len(data),):
+            raise ValueError(f"person_ids has shape {np.shape(person_ids)}, expected ({len(data)},)")
 
     # ------------------------------------------------------------------ SELECT + MEASURE
     def measure(
@@ -505,13 +524,7 @@ class PrivSyn:
         """Noisy InDif, Algorithm 1, Algorithm 2, Eq. 1, Gaussian measurement and the
         §4.3 post-processing. Every noisy quantity is charged to a fresh
         :class:`~margsynth.privacy.BudgetLedger` holding the largest ρ that is (ε, δ)-DP."""
-        check_privacy_params(epsilon, delta)
-        if not isinstance(data, Dataset):
-            raise ValueError(f"data must be a Dataset, got {type(data).__name__}")
-        if not isinstance(rng, np.random.Generator):
-            raise ValueError(f"rng must be an explicit numpy.random.Generator, got {type(rng).__name__}")
-        if data.weights is not None:
-            raise ValueError("PrivSyn takes unweighted records (one per row)")
+        self.validate(data, epsilon, delta, rng=rng, person_ids=person_ids)
         k = self.max_records_per_person
         if person_ids is not None:
             data = truncate_contributions(data, person_ids, k, rng)
@@ -604,6 +617,7 @@ class PrivSyn:
         rng: np.random.Generator,
         *,
         person_ids: np.ndarray | None = None,
+        **kw: object,
     ) -> SynthesisResult:
         """SELECT / MEASURE (:meth:`measure`) then GENERATE with GUM (or Private-PGM).
 
@@ -614,6 +628,7 @@ class PrivSyn:
         ``model_stats`` and ``junction_tree_mb`` instead) and the
         :class:`PrivSynMeasurement` (``measurement``).
         """
+        self.validate(data, epsilon, delta, rng=rng, person_ids=person_ids, **kw)
         meas = self.measure(data, epsilon, delta, rng, person_ids=person_ids)
         t0 = time.perf_counter()
         extras: dict[str, Any] = {}
@@ -632,17 +647,13 @@ class PrivSyn:
             )
         seconds = dict(meas.seconds)
         seconds["generate"] = time.perf_counter() - t0
-        eps_spent, d = meas.ledger.spent_dp()
-        params = asdict(self)
-        return SynthesisResult(
-            synthetic=synthetic,
-            mechanism="privsyn" if self.generator == "gum" else "privsyn-pgm",
-            parameters=params,
-            epsilon=eps_spent,
-            delta=d,
-            ledger=meas.ledger.report().to_dict("records"),
-            seconds=seconds,
-            extras={
+        return SynthesisResult.from_ledger(
+            synthetic,
+            "privsyn" if self.generator == "gum" else "privsyn-pgm",
+            asdict(self),
+            meas.ledger,
+            seconds,
+            {
                 "selection": meas.selection.to_frame(meas.pairs) if meas.selection is not None else None,
                 "selected_pairs": meas.selected_pairs,
                 "cliques": meas.cliques,

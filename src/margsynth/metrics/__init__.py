@@ -6,6 +6,7 @@ _LAZY = {
     "MarginalSpec": "margsynth.metrics.aemc", "AttributeSpec": "margsynth.metrics.aemc", "Distance": "margsynth.metrics.aemc",
     "AEMCProblem": "margsynth.metrics.aemc", "aemc": "margsynth.metrics.aemc",
     "marginal_l1": "margsynth.metrics.marginal", "marginal_tv": "margsynth.metrics.marginal",
+    "tv_distance": "margsynth.metrics.marginal",
     "inverse_pie": "margsynth.metrics.baltimore", "range_query_error": "margsynth.metrics.baltimore",
 }
 

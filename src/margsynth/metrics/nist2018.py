@@ -42,6 +42,7 @@ import numpy as np
 from scipy.stats import rankdata
 
 from margsynth.dataset import Dataset
+from margsynth.metrics.marginal import marginal_tvs, tv_distance
 
 __all__ = [
     "FLOOR",
@@ -98,13 +99,6 @@ def _count(name: str, value: object) -> int:
     return int(value)
 
 
-def _tv(p_counts: np.ndarray, q_counts: np.ndarray) -> float:
-    """Total-variation distance ``½ Σ |p - q|`` of two count tables normalised to sum 1."""
-    p = p_counts.ravel() / p_counts.sum()
-    q = q_counts.ravel() / q_counts.sum()
-    return 0.5 * float(np.abs(p - q).sum())
-
-
 # ----------------------------------------------------------------------------- criterion 1
 def random_triples(names: Sequence[str], n: int, seed: int | np.random.Generator) -> list[tuple[str, ...]]:
     """``n`` distinct attribute triples drawn uniformly without replacement (paper §3.3 (1)).
@@ -142,7 +136,7 @@ def three_way_marginal_score(
     chosen marginals agree as distributions."""
     _check_pair(real, synth)
     triples = random_triples(real.domain.names, n_triples, seed)
-    return float(np.mean([_tv(real.marginal(c), synth.marginal(c)) for c in triples]))
+    return float(np.mean(marginal_tvs(real, synth, triples)))
 
 
 # ----------------------------------------------------------------------------- criterion 2
@@ -439,7 +433,7 @@ def designated_marginal_score(
     populated = r_group > 0
     tv = np.ones(r.shape[0])
     both = populated & (s_group > 0)
-    tv[both] = 0.5 * np.abs(r[both] / r_group[both, None] - s[both] / s_group[both, None]).sum(axis=1)
+    tv[both] = tv_distance(r[both], s[both], axis=1)
     weights = r_group / r_group.sum()
     return float(np.clip(np.sum(weights[populated] * tv[populated]), 0.0, 1.0))
 

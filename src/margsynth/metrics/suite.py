@@ -19,7 +19,7 @@ over the same domain, lower is better. Names are stable — users script against
                        every (sex, city) group of :func:`designated_triple`
 =====================  ===================================================================
 
-(TV of two count tables = ½ Σ |p − q| after normalising each to sum 1; NIST criteria
+(TV of two count tables = ``½ Σ |p − q|`` after normalising each to sum 1; NIST criteria
 from :mod:`margsynth.metrics.nist2018`; how we score them: docs/notes/nist2018.md.)
 
 Other modules add theirs: ``margsynth.metrics.evaluation.EVALUATION_METRICS`` (same
@@ -39,6 +39,7 @@ import numpy as np
 from ..dataset import Dataset
 from ..domain import Domain
 from . import nist2018
+from .marginal import marginal_tvs
 
 __all__ = [
     "DEFAULT_METRICS",
@@ -91,17 +92,13 @@ def _check_pair(real: Dataset, synth: Dataset) -> None:
 
 
 def tv_kway(real: Dataset, synth: Dataset, k: int) -> float:
-    """Mean, over all ``k``-subsets ``C`` of attributes, of ``½ ||M_C(D)/|D| − M_C(S)/|S|||_1``."""
+    """Mean, over all ``k``-subsets ``C`` of attributes, of ``½ ||M_C(D)/|D| − M_C(S)/|S|||_1``
+    (:func:`~margsynth.metrics.marginal.tv_distance`)."""
     _check_pair(real, synth)
     names = real.domain.names
     if not 1 <= k <= len(names):
         raise ValueError(f"k must be in 1..{len(names)}, got {k}")
-    nr, ns = real.total(), synth.total()
-    vals = [
-        0.5 * float(np.abs(real.marginal(c, flatten=True) / nr - synth.marginal(c, flatten=True) / ns).sum())
-        for c in itertools.combinations(names, k)
-    ]
-    return float(np.mean(vals))
+    return float(np.mean(marginal_tvs(real, synth, itertools.combinations(names, k))))
 
 
 def _tv(k: int) -> Metric:

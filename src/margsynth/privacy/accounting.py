@@ -493,6 +493,10 @@ def gdp_mu_for_dp(epsilon: float, delta: float) -> float:
 
     δ(ε) is increasing in μ (from 0 to 1), so the root of ``gdp_delta(μ, ε) = δ`` is unique.
     This is the analytic-Gaussian calibration the AGM write-up uses.
+
+    >>> mu = gdp_mu_for_dp(1.0, 1e-5)
+    >>> round(mu, 6), gdp_delta(mu, 1.0) <= 1e-5
+    (0.268051, True)
     """
     e = check_epsilon(epsilon)
     d = check_delta(delta)
@@ -538,6 +542,11 @@ def calibrate_gaussian_sigma(
     ``Δ²/(2σ²)`` (Props. 1, 3) — so ``σ = Δ sqrt(k / (2ρ))``; with k = 2, Δ = 1 and Prop. 4 this
     is exactly Eq. 5.1. ``accounting="gdp"``: :func:`gdp_sigma` (Dong et al. Thm 2.7,
     Cor. 3.3, Cor. 2.13), never larger than the zCDP answer.
+
+    >>> round(calibrate_gaussian_sigma(1.0, 1e-9, compositions=2), 6)  # = Eq. 5.1
+    9.213104
+    >>> round(calibrate_gaussian_sigma(1.0, 1e-9, compositions=2, accounting="gdp"), 5)
+    7.77148
     """
     if accounting not in ("zcdp", "gdp"):
         raise ValueError(f"accounting must be 'zcdp' or 'gdp', got {accounting!r}")

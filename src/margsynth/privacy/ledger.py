@@ -77,6 +77,8 @@ class BudgetLedger:
     epsilon:
         The target ε the total was derived from, kept for the report only.
 
+    Examples
+    --------
     >>> led = BudgetLedger.from_dp(1.0, 1e-9)
     >>> c = led.charge("gaussian", led.cost("gaussian", sigma=20.0, sensitivity=1.0), "one-way",
     ...                sigma=20.0, sensitivity=1.0)
