@@ -66,7 +66,8 @@ DELTA = 1e-9
 #: states and as NIST-MST's Eq. 5.1 is, so all three mechanisms get the same ρ for each (ε, δ).
 #: (``MST()``'s default is the authors' tighter CKS conversion, about 25 % more ρ.)
 CONVERSION = "prop4"
-SCORE_SEED = 2018  # the same random triples/test cases for every synthetic dataset
+#: Seed of the scoring queries: the same random triples and test cases for every synthetic dataset.
+SCORE_SEED = 2018
 MECHANISMS = ("NIST-MST", "MST", "Independent")
 #: Table 5's three criteria (the challenge's), then our designated-marginal stand-in for the third.
 SCORES = ("3-way marginals", "high-order conjunctions", "income inequality")
