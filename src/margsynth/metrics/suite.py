@@ -26,6 +26,7 @@ the same number). :func:`register_metric` adds one more.
 
 from __future__ import annotations
 
+import importlib
 import itertools
 from collections.abc import Callable, Sequence
 
@@ -150,7 +151,6 @@ def _merge_plugins() -> None:
     if _merged:
         return
     _merged = True
-    import importlib
 
     try:
         evaluation = importlib.import_module(f"{__package__}.evaluation")
