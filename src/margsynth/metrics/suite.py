@@ -14,7 +14,7 @@ over the same domain, lower is better. Names are stable — users script against
                        (:func:`designated_triple` picks it)
 =====================  ===================================================================
 
-(TV of two count tables = ½ Σ |p − q| after normalising each to sum 1; NIST criteria
+(TV: :func:`margsynth.metrics.marginal.tv_distance`, defined there; NIST criteria
 from :mod:`margsynth.metrics.nist2018`, NOTES §4.)
 
 Other modules add theirs: ``margsynth.metrics.evaluation.EVALUATION_METRICS`` (same
