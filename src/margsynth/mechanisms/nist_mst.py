@@ -35,7 +35,7 @@ import itertools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import networkx as nx
 import numpy as np
@@ -44,7 +44,7 @@ from ..dataset import Dataset
 from ..domain import Domain
 from ..privacy import BudgetLedger, measure_marginals
 from ..privacy.accounting import eq51_sigma
-from .base import SynthesisResult, check_run_inputs
+from .base import NO_RNG, SynthesisResult, check_run_inputs
 from .compression import Compression, compress_domain, noisy_marginal_measurement
 from .mst import check_cliques
 from .nist_mst_census import IncwageValuehTransform, digits_class  # re-exported (census transform, own module)
@@ -243,10 +243,24 @@ class NISTMST:
                 return ()
         return tuple(self.designated)
 
-    def validate(self, data: Dataset, public: Dataset | None) -> Domain:
-        """Every check that needs the data — before any noise. Returns the transformed domain."""
-        if not isinstance(data, Dataset) or len(data) == 0:
-            raise ValueError("data must be a non-empty Dataset")
+    def validate(
+        self,
+        data: Dataset,
+        epsilon: float,
+        delta: float,
+        *,
+        public: Dataset | None = None,
+        rng: Any = NO_RNG,
+        **_: object,
+    ) -> Domain:
+        """Every check of :meth:`run` — privacy parameters, rng, data, public data, designated
+        attributes, weights, and that Eq. 5.1's two rounds fit the budget — before any noise.
+        Returns the transformed domain."""
+        check_run_inputs(data, epsilon, delta, rng)
+        sigma = eq51_sigma(epsilon, delta)
+        if not BudgetLedger.from_dp(epsilon, delta, conversion="prop4").can_afford(1.0 / sigma**2):
+            # Theorem 2: both rounds must fit before any noise
+            raise ValueError(f"Eq. 5.1 sigma={sigma!r} does not fit the (epsilon, delta)=({epsilon!r}, {delta!r}) budget")
         if public is None:
             raise ValueError("NIST-MST needs a public dataset (public=...) for its selection (Algorithm 5)")
         if not isinstance(public, Dataset) or len(public) == 0:
@@ -275,17 +289,15 @@ class NISTMST:
         rng: np.random.Generator,
         *,
         public: Dataset | None = None,
-        **_: object,
+        **kw: object,
     ) -> SynthesisResult:
-        check_run_inputs(None, epsilon, delta, rng)
-        self.validate(data, public)
+        self.validate(data, epsilon, delta, public=public, rng=rng, **kw)
         times: dict[str, float] = {}
         t0 = time.perf_counter()
-        # (1) calibrate: Eq. 5.1; the ledger holds rho = 1/sigma^2 (Prop. 4 exactly at (eps, delta))
+        # (1) calibrate: Eq. 5.1; the ledger holds rho = 1/sigma^2 (Prop. 4 exactly at (eps, delta)),
+        # spent in two equal rounds (one-way, selected) of 1/(2 sigma^2) each
         sigma = eq51_sigma(epsilon, delta)
         ledger = BudgetLedger.from_dp(epsilon, delta, conversion="prop4")
-        if not ledger.can_afford(1.0 / sigma**2):  # Theorem 2: both rounds must fit before any noise
-            raise ValueError(f"Eq. 5.1 sigma={sigma!r} does not fit the (epsilon, delta) budget (rho={ledger.total!r})")
         # (2) encode the domain from public information
         if self.encode_from_public:
             enc = Compression(data.domain, {a: public.marginal((a,)) > 0 for a in data.domain.names})
