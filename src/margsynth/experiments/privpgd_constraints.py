@@ -87,7 +87,7 @@ def constraint_run(
 ) -> dict:
     """One PrivPGD run with the constraint at strength ``gamma``; one result row."""
     from ..data import load
-    from ..inference.privpgd import PrivPGD
+    from ..mechanisms.privpgd import PrivPGD
     from ..metrics.evaluation import counting_queries, default_target, downstream_error, fixed_split, threshold_queries
 
     train, test = fixed_split(load(dataset), dataset)

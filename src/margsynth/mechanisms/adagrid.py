@@ -53,9 +53,9 @@ import scipy.sparse as sp
 
 from ..dataset import Dataset
 from ..domain import Domain
-from ..privacy import BudgetLedger, gdp_mu_for_dp, gdp_sigma
-from ..inference.pgm import Measurement, estimate
-from .base import NO_RNG, SynthesisResult, check_run_inputs
+from ..privacy import BudgetLedger, NoisyMarginal, NoisyMarginals, gdp_mu_for_dp, gdp_sigma
+from .base import NO_RNG, SynthesisResult, check_generator, check_run_inputs
+from .generators import Generator, PGMGenerator
 
 __all__ = [
     "DEFAULT_OUTER",
@@ -549,6 +549,9 @@ class AdaptiveGrid:
         synthesis); alternatively pass ``person_ids=`` to :meth:`run`.
     dataset:
         Name used to look up default marginals.
+    generator:
+        The GENERATE step (:mod:`.generators`; it must take non-identity queries):
+        ``None`` is ``PGMGenerator(iters=iters)``.
     """
 
     marginals: tuple[tuple[str, ...], ...] | None = None
@@ -559,6 +562,12 @@ class AdaptiveGrid:
     person_column: str | None = None
     dataset: str = ""
     extras_model: bool = field(default=False, compare=False)
+    generator: Generator | None = None
+
+    @property
+    def generator_(self) -> Generator:
+        """The generator GENERATE uses: ``generator``, or Private-PGM with ``iters`` (AGM "Post-processing")."""
+        return PGMGenerator(iters=int(self.iters)) if self.generator is None else self.generator
 
     def __post_init__(self) -> None:
         _check_clip(self.clip)
@@ -569,6 +578,7 @@ class AdaptiveGrid:
             raise ValueError(f"threshold must be a finite number, got {t!r}")
         if isinstance(self.iters, bool) or int(self.iters) != self.iters or self.iters < 0:
             raise ValueError(f"iters must be a non-negative integer, got {self.iters!r}")
+        check_generator(self.generator)
         if self.marginals is not None:
             if isinstance(self.marginals, (str, bytes)):
                 raise ValueError(f"marginals must be a list of attribute sets, got {self.marginals!r}")
@@ -660,16 +670,14 @@ class AdaptiveGrid:
         times["measure"] = time.perf_counter() - t1
         # -- GENERATE (Private-PGM on the sparse measurements, then records)
         t2 = time.perf_counter()
-        ms = [
-            Measurement(m.query.clique, None if m.query.n_aggregate == 0 else m.query.matrix, m.y, m.sigma,
-                        name="x".join(m.query.clique))
+        noisy = NoisyMarginals(
+            NoisyMarginal(m.query.clique, m.y, m.sigma, query=None if m.query.n_aggregate == 0 else m.query.matrix)
             for m in measured
-        ]  # fmt: skip
-        model = estimate(data.domain, ms, iters=int(self.iters))
-        times["estimate"] = time.perf_counter() - t2
-        t3 = time.perf_counter()
-        synth = model.synthetic_data(rng=rng)
-        times["synthesize"] = time.perf_counter() - t3
+        )
+        out = self.generator_.generate(data.domain, noisy, rng, sep="x")
+        synth = out.synthetic
+        model = out.extras.get("model")
+        times["generate"] = time.perf_counter() - t2
         rounds = _round_table(measured)
         extras: dict[str, Any] = {
             "marginals": cliques,
@@ -702,13 +710,14 @@ class AdaptiveGrid:
                 "columns_checked": int(sum(m.query.cells for m in measured)),
                 "all_columns_norm_one": True,
             },
-            "model_stats": {k: v for k, v in model.stats.items() if k != "loss_history"},
-            "estimated_total": float(model.total),
+            **{k: v for k, v in out.extras.items() if k != "model"},
+            "estimated_total": float(model.total) if model is not None else float(len(synth)),
         }
         if self.extras_model:
             extras["model"] = model
         params = asdict(self)
         params.pop("extras_model", None)
+        params["generator"] = {"name": self.generator_.name, **asdict(self.generator_)}
         name = "adagrid" if self.queries == "adaptive" else "adagrid-identity"
         return SynthesisResult.from_ledger(synth, name, params, ledger, times, extras)
 

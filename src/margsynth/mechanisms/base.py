@@ -36,7 +36,9 @@ __all__ = [
     "Mechanism",
     "SynthesisResult",
     "check_conversion",
+    "check_generator",
     "check_positive_int",
+    "check_records",
     "check_privacy_params",
     "check_run_inputs",
 ]
@@ -116,9 +118,7 @@ def check_privacy_params(epsilon: float, delta: float) -> None:
 NO_RNG: Any = object()
 
 
-def check_run_inputs(
-    data: Dataset | None, epsilon: float, delta: float, rng: Any = NO_RNG
-) -> None:
+def check_run_inputs(data: Dataset | None, epsilon: float, delta: float, rng: Any = NO_RNG) -> None:
     """The checks every mechanism makes before anything else (so no noise is drawn on bad
     input): privacy parameters, an explicit ``numpy.random.Generator`` (when ``rng`` is
     passed: :meth:`Mechanism.validate` called before a run has none yet), and (unless
@@ -145,3 +145,25 @@ def check_conversion(conversion: Any) -> str:
     if conversion not in CONVERSIONS:
         raise ValueError(f"conversion must be one of {CONVERSIONS}, got {conversion!r}")
     return conversion
+
+
+def check_generator(generator: Any, *, allow_none: bool = True) -> Any:
+    """A generator object (:mod:`.generators`: ``PGMGenerator()``, ``GUMGenerator()``, …:
+    a ``generate(domain, marginals, rng, records=...)`` method), else ``ValueError``."""
+    if generator is None and allow_none:
+        return None
+    if isinstance(generator, str) or not callable(getattr(generator, "generate", None)):
+        raise ValueError(
+            f"generator must be a generator object such as PGMGenerator() or GUMGenerator() "
+            f"(margsynth.mechanisms.generators), got {generator!r}"
+        )
+    return generator
+
+
+def check_records(records: Any, name: str = "synthetic_records") -> int | None:
+    """``None`` (the generator's estimate) or a positive integer number of synthetic records."""
+    if records is None:
+        return None
+    if isinstance(records, bool) or not isinstance(records, (int, np.integer)) or records < 1:
+        raise ValueError(f"{name} must be a positive integer or None, got {records!r}")
+    return int(records)

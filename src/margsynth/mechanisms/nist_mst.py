@@ -34,7 +34,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 import networkx as nx
@@ -44,8 +44,9 @@ from ..dataset import Dataset
 from ..domain import Attribute, Domain
 from ..privacy import BudgetLedger, measure_marginals
 from ..privacy.accounting import eq51_sigma
-from .base import NO_RNG, SynthesisResult, check_run_inputs
-from .compression import Compression, compress_domain, noisy_marginal_measurement
+from .base import NO_RNG, SynthesisResult, check_generator, check_positive_int, check_records, check_run_inputs
+from .compression import Compression, compress_domain
+from .generators import Generator, PGMGenerator
 from .mst import check_cliques
 
 __all__ = [
@@ -319,6 +320,8 @@ class NISTMST:
         Algorithm 4's 3 (σ units).
     iters:
         Private-PGM iterations.
+    generator:
+        The GENERATE step (:mod:`.generators`); ``None``: ``PGMGenerator(iters=iters)`` (step 7).
     memory_limit_mb:
         Refuse (``ModelTooLargeError``, a ``ValueError``) *before* the second round of noise
         when the selected cliques' junction tree would need more (``None``: no limit).
@@ -336,8 +339,19 @@ class NISTMST:
     iters: int = 5000
     synthetic_records: int | None = None
     memory_limit_mb: float | None = 4096.0
+    generator: Generator | None = None
 
     name = "nist-mst"
+
+    def __post_init__(self) -> None:
+        check_positive_int("iters", self.iters)
+        check_records(self.synthetic_records)
+        check_generator(self.generator)
+
+    @property
+    def generator_(self) -> Generator:
+        """The generator GENERATE uses: ``generator``, or Private-PGM with ``iters``."""
+        return PGMGenerator(iters=self.iters) if self.generator is None else self.generator
 
     def parameters(self) -> dict:
         return {
@@ -353,6 +367,7 @@ class NISTMST:
             "iters": self.iters,
             "synthetic_records": self.synthetic_records,
             "memory_limit_mb": self.memory_limit_mb,
+            "generator": {"name": self.generator_.name, **asdict(self.generator_)},
         }
 
     def _designated(self, domain: Domain) -> tuple[str, ...]:
@@ -439,9 +454,9 @@ class NISTMST:
             ledger=ledger,
             label="measure 1-way",
         )
-        one_way = [noisy_marginal_measurement(m) for m in log1]
+        one_way = log1
         if self.compress:
-            comp, one_way = compress_domain(priv.domain, one_way, self.compress_threshold)
+            comp, one_way = compress_domain(priv.domain, log1, self.compress_threshold)
         else:
             comp = Compression(priv.domain, {a: np.ones(priv.domain[a].size, bool) for a in priv.domain.names})
         cpriv, cpub = comp.compress(priv), comp.compress(pub)
@@ -476,14 +491,10 @@ class NISTMST:
             cpriv, list(zip(cliques, weights)), sigma, rng, ledger=ledger, label="measure selected"
         )
         times["measure_selected"] = time.perf_counter() - t2
-        # (7) synthesize with Private-PGM (Eq. 4.2; Algorithms 7-8)
-        t3 = time.perf_counter()
-        from ..inference.pgm import estimate
-
-        model = estimate(comp.compressed, one_way + [noisy_marginal_measurement(m) for m in log2], iters=self.iters)
-        times["estimate"] = time.perf_counter() - t3
+        # (7) GENERATE: by default Private-PGM (Eq. 4.2) and Algorithms 7-8
         t4 = time.perf_counter()
-        synth = model.synthetic_data(self.synthetic_records, rng=rng)
+        out = self.generator_.generate(comp.compressed, one_way + log2, rng, records=self.synthetic_records)
+        synth = out.synthetic
         # (8) reverse: compression, transforms (Algorithm 9), encoding
         synth = comp.reverse(synth, rng)
         doms = [enc.compressed]
@@ -511,5 +522,6 @@ class NISTMST:
                 "compression_map": comp,
                 "log_oneway": log1,
                 "log_selected": log2,
+                **{k: v for k, v in out.extras.items() if k != "model"},
             },
         )
