@@ -53,8 +53,8 @@ import scipy.sparse as sp
 
 from ..dataset import Dataset
 from ..domain import Domain
-from ..privacy import BudgetLedger, NoisyMarginal, NoisyMarginals, gdp_mu_for_dp, gdp_sigma
-from .base import NO_RNG, SynthesisResult, check_generator, check_run_inputs
+from ..privacy import BudgetLedger, NoisyMarginal, NoisyMarginals
+from .base import NO_RNG, SynthesisResult, check_generator, check_records, check_run_inputs
 from .generators import Generator, PGMGenerator
 
 __all__ = [
@@ -552,6 +552,8 @@ class AdaptiveGrid:
     generator:
         The GENERATE step (:mod:`.generators`; it must take non-identity queries):
         ``None`` is ``PGMGenerator(iters=iters)``.
+    synthetic_records:
+        Number of synthetic records (default ``None``: the model's estimated total).
     """
 
     marginals: tuple[tuple[str, ...], ...] | None = None
@@ -563,6 +565,7 @@ class AdaptiveGrid:
     dataset: str = ""
     extras_model: bool = field(default=False, compare=False)
     generator: Generator | None = None
+    synthetic_records: int | None = None
 
     @property
     def generator_(self) -> Generator:
@@ -579,6 +582,7 @@ class AdaptiveGrid:
         if isinstance(self.iters, bool) or int(self.iters) != self.iters or self.iters < 0:
             raise ValueError(f"iters must be a non-negative integer, got {self.iters!r}")
         check_generator(self.generator)
+        check_records(self.synthetic_records)
         if self.marginals is not None:
             if isinstance(self.marginals, (str, bytes)):
                 raise ValueError(f"marginals must be a list of attribute sets, got {self.marginals!r}")
@@ -594,9 +598,12 @@ class AdaptiveGrid:
         return downward_closure(outer, domain)
 
     def noise_scale(self, epsilon: float, delta: float, measurements: int, bound: float) -> float:
-        """``sigma = C sqrt(n) / mu(eps, delta)`` (AGM "Noise calibration": Thm 2.7,
-        Cor. 3.3, Cor. 2.13), via :func:`~margsynth.privacy.accounting.gdp_sigma`."""
-        return gdp_sigma(epsilon, delta, sensitivity=bound, compositions=measurements)
+        """``sigma = C sqrt(n) / mu`` (AGM "Noise calibration": Thm 2.7, Cor. 3.3,
+        Cor. 2.13), ``mu`` the GDP budget of :meth:`BudgetLedger.from_dp` (the largest
+        ``mu(eps, delta)`` less its calibration margin; cf.
+        :func:`~margsynth.privacy.accounting.gdp_sigma`)."""
+        mu = BudgetLedger.from_dp(epsilon, delta, currency="gdp").total
+        return bound * math.sqrt(int(measurements)) / mu
 
     # ------------------------------------------------------------------ validate
     def validate(
@@ -662,7 +669,7 @@ class AdaptiveGrid:
         # -- MEASURE (rounds k = 1..K, GDP ledger)
         t1 = time.perf_counter()
         ledger = BudgetLedger.from_dp(epsilon, delta, currency="gdp")
-        sigma = self.noise_scale(epsilon, delta, len(cliques), bound)
+        sigma = bound * math.sqrt(len(cliques)) / ledger.total  # = self.noise_scale(...)
         measured = measure_rounds(
             weighted, cliques, sigma=sigma, bound=bound, rng=rng, ledger=ledger, threshold=self.threshold,
             queries=self.queries,
@@ -674,7 +681,7 @@ class AdaptiveGrid:
             NoisyMarginal(m.query.clique, m.y, m.sigma, query=None if m.query.n_aggregate == 0 else m.query.matrix)
             for m in measured
         )
-        out = self.generator_.generate(data.domain, noisy, rng, sep="x")
+        out = self.generator_.generate(data.domain, noisy, rng, records=self.synthetic_records, sep="x")
         synth = out.synthetic
         model = out.extras.get("model")
         times["generate"] = time.perf_counter() - t2
@@ -683,7 +690,7 @@ class AdaptiveGrid:
             "marginals": cliques,
             "sigma": sigma,
             "mu": ledger.spent,
-            "mu_budget": gdp_mu_for_dp(epsilon, delta),
+            "mu_budget": ledger.total,
             "clip": self.clip,
             "contribution_bound": bound,
             "person_ids": has_ids,

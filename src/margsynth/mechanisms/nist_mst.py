@@ -32,6 +32,7 @@ income>50K on adult) gives the three forced pairs and the forced triple.
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -43,7 +44,6 @@ import numpy as np
 from ..dataset import Dataset
 from ..domain import Attribute, Domain
 from ..privacy import BudgetLedger, measure_marginals
-from ..privacy.accounting import eq51_sigma
 from .base import NO_RNG, SynthesisResult, check_generator, check_positive_int, check_records, check_run_inputs
 from .compression import Compression, compress_domain
 from .generators import Generator, PGMGenerator
@@ -380,6 +380,16 @@ class NISTMST:
                 return ()
         return tuple(self.designated)
 
+    @staticmethod
+    def calibrate(epsilon: float, delta: float) -> tuple[BudgetLedger, float]:
+        """Step 1: the zCDP ledger of (ε, δ) (Prop. 4) and Eq. 5.1's
+        ``σ = (sqrt(log 1/δ) + sqrt(log 1/δ + ε)) / ε``, which is ``1/sqrt(ρ)`` for Prop. 4's
+        largest ρ (Theorem 2) — computed as ``1/sqrt(ledger.total)`` so that it carries the
+        ledger's calibration margin and the two rounds never spend more than (ε, δ)
+        (:func:`~margsynth.privacy.accounting.eq51_sigma` is the formula without it)."""
+        ledger = BudgetLedger.from_dp(epsilon, delta, conversion="prop4")
+        return ledger, math.sqrt(1.0 / ledger.total)
+
     def validate(
         self,
         data: Dataset,
@@ -394,8 +404,8 @@ class NISTMST:
         attributes, weights, and that Eq. 5.1's two rounds fit the budget — before any noise.
         Returns the transformed domain."""
         check_run_inputs(data, epsilon, delta, rng)
-        sigma = eq51_sigma(epsilon, delta)
-        if not BudgetLedger.from_dp(epsilon, delta, conversion="prop4").can_afford(1.0 / sigma**2):
+        ledger, sigma = self.calibrate(epsilon, delta)
+        if not (math.isfinite(sigma) and ledger.can_afford(1.0 / sigma**2)):
             # Theorem 2: both rounds must fit before any noise
             raise ValueError(f"Eq. 5.1 sigma={sigma!r} does not fit the (epsilon, delta)=({epsilon!r}, {delta!r}) budget")
         if public is None:
@@ -431,10 +441,9 @@ class NISTMST:
         self.validate(data, epsilon, delta, public=public, rng=rng, **kw)
         times: dict[str, float] = {}
         t0 = time.perf_counter()
-        # (1) calibrate: Eq. 5.1; the ledger holds rho = 1/sigma^2 (Prop. 4 exactly at (eps, delta)),
-        # spent in two equal rounds (one-way, selected) of 1/(2 sigma^2) each
-        sigma = eq51_sigma(epsilon, delta)
-        ledger = BudgetLedger.from_dp(epsilon, delta, conversion="prop4")
+        # (1) calibrate: Eq. 5.1; the ledger holds rho = 1/sigma^2, spent in two equal rounds
+        # (one-way, selected) of 1/(2 sigma^2) each
+        ledger, sigma = self.calibrate(epsilon, delta)
         # (2) encode the domain from public information
         if self.encode_from_public:
             enc = Compression(data.domain, {a: public.marginal((a,)) > 0 for a in data.domain.names})

@@ -74,7 +74,7 @@ from ..domain import Domain
 from ..inference.consistency import make_consistent
 from ..privacy import BudgetLedger, NoisyMarginal, NoisyMarginals, gaussian_mechanism
 from ..privacy.accounting import gaussian_sigma
-from .base import NO_RNG, SynthesisResult, check_conversion, check_generator, check_run_inputs
+from .base import NO_RNG, SynthesisResult, check_conversion, check_generator, check_records, check_run_inputs
 from .generators import Generator, GUMGenerator
 
 __all__ = [
@@ -433,6 +433,9 @@ class PrivSyn:
         takes the §4.3 consistent marginals above as they are, so its own consistency
         fields are unused here) or e.g. ``PGMGenerator(iters=1000, memory_limit_mb=1024)``
         (module docstring).
+    synthetic_records:
+        Number of synthetic records (default ``None``: ``n_estimate``, the total of the
+        consistent marginals).
     """
 
     indif_fraction: float = 0.1
@@ -444,6 +447,7 @@ class PrivSyn:
     nonnegativity: str = "project"
     conversion: str = "prop4"
     generator: Generator = field(default_factory=GUMGenerator)
+    synthetic_records: int | None = None
 
     def __post_init__(self) -> None:
         f = self.indif_fraction
@@ -470,6 +474,7 @@ class PrivSyn:
         if self.nonnegativity not in ("project", "cut"):
             raise ValueError(f"nonnegativity must be 'project' or 'cut', got {self.nonnegativity!r}")
         check_generator(self.generator, allow_none=False)
+        check_records(self.synthetic_records)
 
     # ------------------------------------------------------------------ validate
     def validate(
@@ -612,7 +617,7 @@ class PrivSyn:
         # marginals as they are, Private-PGM the raw noisy ones; n_estimate records
         t0 = time.perf_counter()
         out = self.generator.generate(
-            data.domain, meas.noisy, rng, records=meas.n_estimate,
+            data.domain, meas.noisy, rng, records=self.synthetic_records or meas.n_estimate,
             consistent=(meas.consistent, meas.consistency_iterations), sep="×",
         )  # fmt: skip
         synthetic = out.synthetic

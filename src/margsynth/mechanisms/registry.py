@@ -109,10 +109,16 @@ def create(name: str, **overrides: Any):
 def _route_generator_fields(factory: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     """Move the keyword arguments that name no field of the mechanism dataclass
     ``factory`` but a field of its ``generator`` object into that object."""
-    gen = kwargs.get("generator")
-    if not (isinstance(factory, type) and dataclasses.is_dataclass(factory)) or not dataclasses.is_dataclass(gen):
+    if not (isinstance(factory, type) and dataclasses.is_dataclass(factory)):
         return kwargs
-    own = {f.name for f in dataclasses.fields(factory)}
+    fields = {f.name: f for f in dataclasses.fields(factory)}
+    gen = kwargs.get("generator")
+    if "generator" not in kwargs and "generator" in fields:  # the mechanism's default generator
+        f = fields["generator"]
+        gen = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+    if not dataclasses.is_dataclass(gen) or isinstance(gen, type):
+        return kwargs
+    own = set(fields)
     theirs = {f.name for f in dataclasses.fields(gen)}
     moved = {k: v for k, v in kwargs.items() if k not in own and k in theirs}
     if not moved:
