@@ -54,7 +54,7 @@ import scipy.sparse as sp
 from ..dataset import Dataset
 from ..domain import Domain
 from ..privacy import BudgetLedger, NoisyMarginal, NoisyMarginals
-from .base import NO_RNG, SynthesisResult, check_generator, check_records, check_run_inputs
+from .base import NO_RNG, SynthesisResult, check_generator, check_marginals_fit, check_records, check_run_inputs
 from .generators import Generator, PGMGenerator
 
 __all__ = [
@@ -631,7 +631,8 @@ class AdaptiveGrid:
             domain = domain.project([a for a in domain.names if a != self.person_column])
         elif person_ids is not None:
             clipping_weights(person_ids, self.clip, len(data))
-        self.select(domain)
+        check_marginals_fit(domain, self.select(domain), "marginal")
+        check_records(self.synthetic_records, columns=len(domain))
 
     # ------------------------------------------------------------------ run
     def run(

@@ -48,6 +48,7 @@ from .base import (
     SynthesisResult,
     check_conversion,
     check_generator,
+    check_marginals_fit,
     check_positive_int,
     check_records,
     check_run_inputs,
@@ -186,7 +187,8 @@ class AIM:
     ) -> None:
         """All checks of :meth:`run` (privacy parameters, rng, data, workload, rounds), before any noise."""
         check_run_inputs(data, epsilon, delta, rng)
-        self.compiled_workload(data.domain)
+        check_marginals_fit(data.domain, [c for c, _ in self.compiled_workload(data.domain)], "workload marginal")
+        check_records(self.synthetic_records, columns=len(data.domain))
         T = self.rounds or 16 * len(data.domain)
         if T < len(data.domain):
             # the d one-way measurements alone cost d * 0.9 rho / T: T < d leaves nothing for the rounds

@@ -62,6 +62,7 @@ class Independent:
     ) -> None:
         """Every check of :meth:`run`, before any noise (``ValueError`` on bad input)."""
         check_run_inputs(data, epsilon, delta, rng)
+        check_records(self.synthetic_records, columns=len(data.domain))
 
     def run(
         self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, **kw: object

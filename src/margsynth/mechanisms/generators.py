@@ -36,7 +36,7 @@ from ..inference.generated import Generated
 from ..inference.gum import GUM
 from ..inference.pgm import GraphicalModel, ModelTooLargeError, estimate, junction_tree_size
 from ..privacy import NoisyMarginals
-from .base import check_records
+from .base import bounded_records, check_records
 
 __all__ = ["GUMGenerator", "Generated", "Generator", "PGMGenerator", "consistent_targets"]
 
@@ -123,10 +123,13 @@ class PGMGenerator:
         """Fit (:meth:`fit`), then ``records`` records (default: the model's total) by
         Algorithms 7–8. ``extras``: ``model``, ``model_stats`` and, under a memory limit,
         ``junction_tree_mb``."""
-        n = check_records(records)
+        n = check_records(records, columns=len(domain))
         model = self.fit(domain, marginals, warm_start=warm_start, sep=sep)
+        note: dict[str, Any] = {}
+        if n is None:  # the model's noisy total, within the bound decided before any noise
+            n, note = bounded_records(model.total, len(domain))
         synth = model.synthetic_data(n, rng=rng)
-        extras: dict[str, Any] = {"model": model}
+        extras: dict[str, Any] = {"model": model, **note}
         if self.memory_limit_mb is not None:
             extras["junction_tree_mb"] = junction_tree_size(domain, list(marginals.cliques))[1]
         extras["model_stats"] = {k: v for k, v in model.stats.items() if k != "loss_history"}
@@ -210,22 +213,17 @@ class GUMGenerator(GUM):
         """§4.3 then §5.2. ``consistent``: ``(targets, passes)`` already made consistent by
         the mechanism (PrivSyn does it in its MEASURE post-processing), used as given.
         ``extras``: ``consistency_iterations``, ``n_estimate``, ``gum_trace``, ``gum_converged``."""
-        n = check_records(records)
+        n = check_records(records, columns=len(domain))
+        note: dict[str, Any] = {}
         if consistent is None:
             consistent = consistent_targets(
                 domain, marginals.targets(), max_iterations=self.consistency_iterations,
                 nonnegativity=self.nonnegativity,
             )  # fmt: skip
         targets, passes = consistent
-        if n is None:
-            n = max(int(round(float(np.mean([t.sum() for _, t in targets])))), 1)
+        if n is None:  # the consistent total, within the bound decided before any noise
+            n, note = bounded_records(float(np.mean([t.sum() for _, t in targets])), len(domain))
+            n = max(n, 1)
         res = self.synthesize(domain, targets, int(n), rng)
-        return Generated(
-            res.synthetic,
-            {
-                "consistency_iterations": passes,
-                "n_estimate": int(n),
-                "gum_trace": res.trace,
-                "gum_converged": res.converged,
-            },
-        )
+        extras = {"consistency_iterations": passes, "n_estimate": int(n), "gum_trace": res.trace}
+        return Generated(res.synthetic, {**extras, "gum_converged": res.converged, **note})

@@ -53,9 +53,11 @@ from .base import (
     SynthesisResult,
     check_conversion,
     check_generator,
+    check_marginals_fit,
     check_positive_int,
     check_records,
     check_run_inputs,
+    largest,
 )
 from .compression import Compression, compress_domain
 from .generators import Generator, PGMGenerator
@@ -255,6 +257,9 @@ class MST:
                 raise ValueError(f"initial_cliques must be attribute pairs, got {c}")
         check_cliques(data.domain, self.extra_cliques, "extra_cliques")
         check_cliques(data.domain, [c for c, _ in self.clique_weights], "clique_weights")
+        # Algorithm 6 scores every pair; the extra cliques are measured
+        check_marginals_fit(data.domain, [largest(data.domain, 2), *self.extra_cliques], "marginal")
+        check_records(self.synthetic_records, columns=len(data.domain))
 
     def run(
         self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, **kw: object

@@ -44,7 +44,16 @@ import numpy as np
 from ..dataset import Dataset
 from ..domain import Attribute, Domain
 from ..privacy import BudgetLedger, measure_marginals
-from .base import NO_RNG, SynthesisResult, check_generator, check_positive_int, check_records, check_run_inputs
+from .base import (
+    NO_RNG,
+    SynthesisResult,
+    check_generator,
+    check_marginals_fit,
+    check_positive_int,
+    check_records,
+    check_run_inputs,
+    largest,
+)
 from .compression import Compression, compress_domain
 from .generators import Generator, PGMGenerator
 from .mst import check_cliques
@@ -426,6 +435,9 @@ class NISTMST:
         if des:
             check_cliques(dom, [des], "designated")
         check_cliques(dom, [(a,) for a, _ in self.oneway_weights], "oneway_weights")
+        # Algorithm 5 scores every pair (mutual information) and measures the designated triple
+        check_marginals_fit(dom, [largest(dom, 2), *([des] if des else [])], "marginal")
+        check_records(self.synthetic_records, columns=len(data.domain))
         return dom
 
     def run(

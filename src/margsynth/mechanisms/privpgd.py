@@ -34,7 +34,7 @@ from ..inference.privpgd.embedding import check_domain
 from ..inference.privpgd.generator import PrivPGDGenerator, resolve_device
 from ..privacy import BudgetLedger, gaussian_mechanism, measure_marginals
 from ..privacy.accounting import gaussian_sigma
-from .base import NO_RNG, SynthesisResult, check_run_inputs
+from .base import NO_RNG, SynthesisResult, check_marginals_fit, check_records, check_run_inputs, largest
 
 __all__ = ["PRESETS", "PrivPGD"]
 
@@ -133,6 +133,8 @@ class PrivPGD:
         check_run_inputs(data, epsilon, delta, rng)
         if self.degree > len(data.domain):
             raise ValueError(f"degree {self.degree} exceeds the number of attributes ({len(data.domain)})")
+        check_marginals_fit(data.domain, [largest(data.domain, self.degree)], f"{self.degree}-way marginal")
+        check_records(self.n_particles, "n_particles", columns=len(data.domain))
 
     def run(
         self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, device: str = "cpu", **kw: object

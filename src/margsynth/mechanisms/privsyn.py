@@ -74,7 +74,17 @@ from ..domain import Domain
 from ..inference.consistency import make_consistent
 from ..privacy import BudgetLedger, NoisyMarginal, NoisyMarginals, gaussian_mechanism
 from ..privacy.accounting import gaussian_sigma
-from .base import NO_RNG, SynthesisResult, check_conversion, check_generator, check_records, check_run_inputs
+from .base import (
+    NO_RNG,
+    SynthesisResult,
+    bounded_records,
+    check_conversion,
+    check_generator,
+    check_marginals_fit,
+    check_records,
+    check_run_inputs,
+    largest,
+)
 from .generators import Generator, GUMGenerator
 
 __all__ = [
@@ -383,6 +393,7 @@ class PrivSynMeasurement:
     ledger: BudgetLedger
     consistency_iterations: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
+    records_note: dict[str, Any] = field(default_factory=dict)
 
     def budget_table(self) -> pd.DataFrame:
         """Budget per measured marginal: clique, cells, ρ_i, σ_i."""
@@ -493,6 +504,8 @@ class PrivSyn:
             raise ValueError("PrivSyn takes unweighted records (one per row)")
         if person_ids is not None and np.shape(person_ids) != (len(data),):
             raise ValueError(f"person_ids has shape {np.shape(person_ids)}, expected ({len(data)},)")
+        check_marginals_fit(data.domain, [largest(data.domain, 2)], "pair marginal (InDif scores every pair)")
+        check_records(self.synthetic_records, columns=len(data.domain))
 
     # ------------------------------------------------------------------ SELECT + MEASURE
     def measure(
@@ -574,7 +587,9 @@ class PrivSyn:
             max_iterations=self.consistency_iterations,
             nonnegativity=self.nonnegativity,
         )
-        n_est = max(int(round(float(np.mean([t.sum() for t in cons.marginals])))), 1)
+        # the consistent total, within the bound decided before any noise (reported if outside)
+        n_est, note = bounded_records(float(np.mean([t.sum() for t in cons.marginals])), len(domain))
+        n_est = max(n_est, 1)
         seconds["consistency"] = time.perf_counter() - t0
         return PrivSynMeasurement(
             pairs=pairs,
@@ -589,6 +604,7 @@ class PrivSyn:
             ledger=ledger,
             consistency_iterations=cons.iterations,
             seconds=seconds,
+            records_note=note,
         )
 
     # ------------------------------------------------------------------ full run
@@ -639,6 +655,7 @@ class PrivSyn:
                 "n_estimate": meas.n_estimate,
                 **extras,
                 "consistency_iterations": meas.consistency_iterations,
+                **meas.records_note,
                 "measurement": meas,
             },
         )
