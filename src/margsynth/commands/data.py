@@ -13,7 +13,9 @@ def register(sub) -> None:
     f.add_argument("--force", action="store_true", help="fetch again even if a verified copy is present")
     f.add_argument("--keep-going", action="store_true", help="report unavailable datasets instead of stopping")
     f.set_defaults(func=_fetch)
-    v = verbs.add_parser("verify", help="check the SHA-256 of every local file")
+    v = verbs.add_parser(
+        "verify", help="check the SHA-256 of every local file (and remove temporaries of interrupted fetches)"
+    )
     v.add_argument("names", nargs="*")
     v.set_defaults(func=_verify)
 
@@ -53,7 +55,10 @@ def _fetch(args) -> int:
 
 def _verify(args) -> int:
     from ..data import verify
+    from ..paths import data_dir
+    from ._outputs import clean_stale
 
+    clean_stale(data_dir(), recursive=True)  # leftovers of interrupted fetches, reported on stderr
     bad = 0
     for path, status in verify(args.names or None):
         if status not in ("ok", "missing"):

@@ -1,7 +1,7 @@
 """``margsynth evaluate``: score a synthetic dataset against the real one.
 
     margsynth evaluate --dataset NAME|CSV [--domain JSON] --synthetic PATH
-                     [--metrics LIST] [--seed S] [--json]
+                     [--metrics LIST] [--seed S] [--json] [--allow-surrogate]
 
 ``--metrics`` is a comma-separated list of metric names (default: ``tv-1way, tv-2way,
 tv-3way, nist-3way, nist-conjunctions, nist-target``; also ``downstream, covariance,
@@ -12,6 +12,8 @@ counting-queries, threshold-queries, sw-2way``; see :mod:`margsynth.metrics.suit
 from __future__ import annotations
 
 import json
+
+from ._inputs import add_allow_surrogate
 
 __all__ = ["register"]
 
@@ -33,6 +35,7 @@ def register(sub) -> None:
     )
     p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of randomised metrics (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object {metric: value}")
+    add_allow_surrogate(p)
     p.set_defaults(func=_main)
 
 
@@ -50,7 +53,7 @@ def _main(args) -> int:
             raise ValueError("--metrics is empty")
     for m in metrics:
         get_metric(m)  # unknown names fail before any data is read
-    real = load_dataset(args.dataset, args.domain)
+    real = load_dataset(args.dataset, args.domain, allow_surrogate=args.allow_surrogate)
     if not Path(args.synthetic).is_file():
         raise ValueError(f"synthetic file {args.synthetic!r} does not exist")
     synth = load_csv(args.synthetic, real.domain)

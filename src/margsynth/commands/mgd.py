@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 import sys
 
+from ._inputs import add_allow_surrogate, use_registered
+
 
 def register(sub) -> None:
     p = sub.add_parser("mgd", help="score synthetic data against the truth with MGD (AEMC per marginal)",
@@ -35,6 +37,7 @@ def register(sub) -> None:
     p.add_argument("--ordinal", default="", metavar="A,B", help="ordinal attributes of --domain")
     p.add_argument("--seed", type=int, default=0, help="seed of the range queries (Baltimore presets)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_allow_surrogate(p)
     p.set_defaults(func=run)
 
 
@@ -59,7 +62,8 @@ def _load(args):
 
     from ..data.baltimore import CountTable, load_truth, read_count_file
 
-    dom = load_truth().domain  # names, sizes, labels (real or surrogate schema)
+    use_registered("baltimore911", args.allow_surrogate)  # the schema (names, labels) of the count files
+    dom = load_truth().domain
 
     tables = []
     for path in (args.truth, args.synthetic):

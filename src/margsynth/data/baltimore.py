@@ -84,7 +84,6 @@ def _entry(rel: str):
     raise ValueError(f"no registered Baltimore file {rel!r}; scored files: {synthetic_names()}")
 
 
-@cache
 def _real() -> bool:
     try:
         fetch(["baltimore911"])
@@ -180,9 +179,13 @@ def read_count_file(path: str | Path, domain: Domain, key: pd.DataFrame | None =
     return arr.reshape(n_nb, n_m, n_t), eps
 
 
-@cache
 def _truth_parts() -> tuple[np.ndarray, Domain, pd.DataFrame, str]:
-    if not _real():
+    return _truth_parts_of(_real())
+
+
+@cache
+def _truth_parts_of(real: bool) -> tuple[np.ndarray, Domain, pd.DataFrame, str]:
+    if not real:
         counts, domain = surrogate_baltimore()
         provenance.record("baltimore911", "surrogate")
         return counts, domain, None, "surrogate"

@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+from scipy.cluster.hierarchy import DisjointSet
 
 from ..dataset import Dataset
 from ..domain import Domain
@@ -62,34 +63,7 @@ from .base import (
 from .compression import Compression, compress_domain
 from .generators import Generator, PGMGenerator
 
-__all__ = ["MST", "DisjointSet", "check_cliques", "pair_errors", "private_kruskal"]
-
-class DisjointSet:
-    """Union-find over attribute names (connected components of Algorithm 6's graph G)."""
-
-    def __init__(self, items: Sequence[str]) -> None:
-        self.parent = {a: a for a in items}
-
-    def find(self, a: str) -> str:
-        root = a
-        while self.parent[root] != root:
-            root = self.parent[root]
-        while self.parent[a] != root:
-            self.parent[a], a = root, self.parent[a]
-        return root
-
-    def union(self, a: str, b: str) -> bool:
-        ra, rb = self.find(a), self.find(b)
-        if ra == rb:
-            return False
-        self.parent[rb] = ra
-        return True
-
-    def connected(self, a: str, b: str) -> bool:
-        return self.find(a) == self.find(b)
-
-    def components(self) -> int:
-        return len({self.find(a) for a in self.parent})
+__all__ = ["MST", "check_cliques", "pair_errors", "private_kruskal"]
 
 
 def check_cliques(domain: Domain, cliques: Sequence[Sequence[str]], what: str) -> tuple[tuple[str, ...], ...]:
@@ -144,8 +118,8 @@ def private_kruskal(
     ds = DisjointSet(names)
     for c in initial:
         for a, b in zip(c, c[1:]):
-            ds.union(a, b)
-    r = ds.components()
+            ds.merge(a, b)
+    r = ds.n_subsets
     if r <= 1:
         return []
     eps = exponential_epsilon(rho / (r - 1))  # sqrt(8 rho / (r-1))
@@ -160,7 +134,7 @@ def private_kruskal(
             sc, epsilon=eps, sensitivity=1.0, rng=rng, ledger=ledger, label=f"{label} {step + 1}/{r - 1}"
         )
         a, b = cand[idx]
-        ds.union(a, b)
+        ds.merge(a, b)
         chosen.append((a, b))
     return chosen
 

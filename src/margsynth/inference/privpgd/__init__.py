@@ -15,13 +15,14 @@ from .constraints import ThresholdConstraint, ThresholdPenalty
 from .embedding import attribute_centres, clique_centres, embed, nearest_codes
 from .finalize import finalize
 from .generator import PrivPGDGenerator, resolve_device
-from .optimization import optimize_particles
+from .optimization import OptimizerConfig, optimize_particles
 from .projection import project_measures
 from .quantization import quantize
 from .slicing import DirectionBank, directions, sliced_wasserstein, w1_cdf, w2_squared_sorted
 
 __all__ = [
     "DirectionBank",
+    "OptimizerConfig",
     "PrivPGDGenerator",
     "ThresholdConstraint",
     "ThresholdPenalty",

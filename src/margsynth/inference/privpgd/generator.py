@@ -22,7 +22,7 @@ text, the authors' description in §4.1 and the particle-GD / sliced-W literatur
 
 * Eq. 4   e_i(k) = (2k+1)/(2 n_i)  (bin midpoints in [0,1], order preserving)
 * Eq. 1   SW_p^p(mu, nu) = E_{theta ~ U(S^{k-1})} W_p^p(theta#mu, theta#nu)
-* Eq. 3   W_1(alpha, beta) = int |F_alpha - F_beta| dt   (Vallender; extends to signed)
+* Eq. 3   W_1(alpha, beta) = ``int |F_alpha - F_beta| dt``   (Vallender; extends to signed)
 * Eq. 5   p_C = argmin_{p in simplex} SW_1(p, y_C / n~),   n~ = mean_C sum y_C
 * Eq. 6   n_k = largest-remainder rounding of N p_k,  nu_C = (1/N) sum_k n_k delta_{c_k}
 * Eq. 7   min_X sum_C SW_2^2(X_C, nu_C) + gamma R(X)

@@ -1,0 +1,288 @@
+"""How the CLI fails: user errors exit 2 with one line naming the argument, the value and
+what was expected, before any privacy charge or random draw, leaving every file as it was;
+internal errors exit 1 with a short message and the path of a full log; signals exit quietly.
+One test per family of failures, parametrised over the commands it touches."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from margsynth.cli import main
+from margsynth.domain import Domain
+
+
+def _tree(path: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(path)): (p.read_bytes() if p.is_file() else b"<dir>") for p in sorted(path.rglob("*"))}
+
+
+def _one_line_error(err: str, *needles: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+    return lines[0]
+
+
+@pytest.fixture
+def toy(tmp_path):
+    """A small private CSV, a public CSV and their domain JSON in a fresh folder."""
+    dom = Domain.from_sizes({"x": 3, "y": 4, "z": 2})
+    rng = np.random.default_rng(0)
+    codes = np.stack([rng.integers(0, k, 300) for k in dom.shape], axis=1)
+    pd.DataFrame(codes[:250], columns=dom.names).to_csv(tmp_path / "priv.csv", index=False)
+    pd.DataFrame(codes[250:], columns=dom.names).to_csv(tmp_path / "pub.csv", index=False)
+    (tmp_path / "dom.json").write_text(json.dumps(dom.to_dict()))
+    return tmp_path
+
+
+def _synth(toy, *extra, mech="mst", out=None):
+    return ["synth", mech, "--dataset", str(toy / "priv.csv"), "--domain", str(toy / "dom.json"), "--epsilon", "1",
+            "--delta", "1e-6", "--out", str(out if out is not None else toy / "out.csv"), "-p", "iters=20", *extra]  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- the contract
+def test_internal_error_exits_1_with_a_log(toy, tmp_path, capsys, monkeypatch):
+    from margsynth.commands import synth
+
+    def boom(*a, **k):
+        raise RuntimeError("something inside broke")
+
+    monkeypatch.setattr(synth, "run_synth", boom)
+    monkeypatch.setenv("MARGSYNTH_LOG_DIR", str(tmp_path))
+    assert main(_synth(toy)) == 1
+    line = _one_line_error(capsys.readouterr().err, "internal error", "RuntimeError", "something inside broke")
+    log = Path(line.rsplit("full log: ", 1)[1])
+    assert log.is_file() and "Traceback" in log.read_text() and "something inside broke" in log.read_text()
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signals_exit_quietly(toy, sig, code):
+    from margsynth.cli import Terminated
+
+    assert issubclass(Terminated, KeyboardInterrupt)
+    script = (
+        "import os, signal, sys\n"
+        "from margsynth import cli\n"
+        "from margsynth.commands import data\n"
+        f"data._list = lambda args: os.kill(os.getpid(), {int(sig)}) or __import__('time').sleep(5)\n"
+        "sys.exit(cli.main(['data', 'list']))\n"
+    )
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert res.returncode == code
+    _one_line_error(res.stderr, "margsynth data:")
+
+
+# ----------------------------------------------------------------------------- family 6: permissions
+@pytest.fixture
+def umask():
+    old = os.umask(0o022)
+    try:
+        yield lambda m: os.umask(m)
+    finally:
+        os.umask(old)
+
+
+@pytest.mark.parametrize("mask, mode", [(0o022, 0o644), (0o002, 0o664), (0o077, 0o600)])
+def test_files_follow_the_umask(toy, tmp_path, monkeypatch, umask, mask, mode):
+    import hashlib
+
+    import importlib
+
+    from margsynth.data import registry
+
+    fetch_mod = importlib.import_module("margsynth.data.fetch")
+
+    umask(mask)
+    # synth output and sidecar
+    assert main(_synth(toy)) == 0
+    for p in (toy / "out.csv", toy / "out.csv.json"):
+        assert p.stat().st_mode & 0o777 == mode, p
+    # fetched data (from a mirror)
+    content = b"x\n0\n"
+    (tmp_path / "mirror" / "toy").mkdir(parents=True)
+    (tmp_path / "mirror" / "toy" / "a.csv").write_bytes(content)
+    entry = registry.FileEntry("toy/a.csv", hashlib.sha256(content).hexdigest(), len(content), "http://127.0.0.1:9/a")
+    monkeypatch.setenv("MARGSYNTH_DATA_DIR", str(tmp_path / "cache"))
+    report = fetch_mod.fetch_file(entry, mirror=tmp_path / "mirror")
+    assert report.action == "copied" and report.local.stat().st_mode & 0o777 == mode
+
+
+# ----------------------------------------------------------------------------- ledger and rng untouched
+SEED = 424242
+
+
+@pytest.fixture
+def spy(monkeypatch):
+    """Records every privacy charge, every ledger made, every Generator seeded with SEED and every mechanism run."""
+    from margsynth.mechanisms import registry
+    from margsynth.privacy.ledger import BudgetLedger
+
+    seen = {"charges": [], "ledgers": [], "rng": [], "runs": [], "validate": []}
+    charge, init, default_rng, create = BudgetLedger.charge, BudgetLedger.__init__, np.random.default_rng, registry.create
+
+    def spy_charge(self, *a, **k):
+        seen["charges"].append(a)
+        return charge(self, *a, **k)
+
+    def spy_init(self, *a, **k):
+        seen["ledgers"].append(a)
+        return init(self, *a, **k)
+
+    def spy_rng(*a, **k):
+        if a and a[0] == SEED:
+            seen["rng"].append(a)
+        return default_rng(*a, **k)
+
+    class Spy:
+        def __init__(self, mech):
+            self._mech = mech
+
+        def __getattr__(self, name):
+            return getattr(self._mech, name)
+
+        def run(self, *a, **k):
+            seen["runs"].append(1)
+            return self._mech.run(*a, **k)
+
+    monkeypatch.setattr(BudgetLedger, "charge", spy_charge)
+    monkeypatch.setattr(BudgetLedger, "__init__", spy_init)
+    monkeypatch.setattr(np.random, "default_rng", spy_rng)
+    monkeypatch.setattr(registry, "create", lambda name, **kw: Spy(create(name, **kw)))
+
+    def untouched():
+        return not (seen["charges"] or seen["ledgers"] or seen["rng"] or seen["runs"])
+
+    seen["untouched"] = untouched
+    return seen
+
+
+def test_spy_sees_a_real_run(toy, spy):
+    assert main(_synth(toy, "--seed", str(SEED))) == 0
+    assert spy["runs"] and spy["rng"] and spy["charges"] and not spy["untouched"]()
+
+
+# ----------------------------------------------------------------------------- family 1: output paths
+def _bad_out(kind, toy):
+    if kind == "fifo":
+        os.mkfifo(toy / "fifo.csv")
+        return str(toy / "fifo.csv"), "is a FIFO"
+    if kind == "device":
+        return "/dev/null", "is a device"
+    if kind == "symlink":
+        (toy / "target.csv").write_text("keep me\n")
+        (toy / "link.csv").symlink_to(toy / "target.csv")
+        return str(toy / "link.csv"), "symbolic link"
+    if kind == "sidecar-symlink":
+        (toy / "target.json").write_text("{}")
+        (toy / "o.csv.json").symlink_to(toy / "target.json")
+        return str(toy / "o.csv"), "symbolic link"
+    if kind == "newdir/":
+        return str(toy / "newdir") + "/", "names a folder"
+    if kind == "folder":
+        (toy / "afolder").mkdir()
+        return str(toy / "afolder"), "is a folder"
+    if kind == "input":
+        return str(toy / "priv.csv"), "is the input --dataset"
+    if kind == "sidecar-over-domain":
+        return str(toy / "dom"), "would overwrite the input --domain"
+    if kind == "parent-is-file":
+        return str(toy / "priv.csv" / "o.csv"), "is not a folder"
+    if kind == "proc":
+        return "/proc/margsynth-out.csv", "cannot create a file in '/proc'"
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize("mech", ["mst", "aim", "independent"])
+@pytest.mark.parametrize(
+    "kind",
+    ["fifo", "device", "symlink", "sidecar-symlink", "newdir/", "folder", "input", "sidecar-over-domain", "parent-is-file",
+     "proc"],  # fmt: skip
+)
+def test_bad_output_paths_refused_up_front(toy, capsys, spy, kind, mech):
+    out, message = _bad_out(kind, toy)
+    before = _tree(toy) if kind != "fifo" else sorted(p.name for p in toy.iterdir())
+    assert main(_synth(toy, "--seed", str(SEED), mech=mech, out=out)) == 2
+    _one_line_error(capsys.readouterr().err, "--out", message)
+    assert (_tree(toy) if kind != "fifo" else sorted(p.name for p in toy.iterdir())) == before
+    assert spy["untouched"]()
+
+
+def test_csv_and_sidecar_land_as_one_unit(toy, monkeypatch, capsys, tmp_path_factory):
+    from margsynth.commands import _outputs
+
+    monkeypatch.setenv("MARGSYNTH_LOG_DIR", str(tmp_path_factory.mktemp("logs")))
+
+    out = toy / "out.csv"
+    assert main(_synth(toy, "--seed", "1")) == 0
+    old = _tree(toy)
+    real_replace = os.replace
+
+    def failing_replace(src, dst):
+        if str(dst).endswith(".csv.json"):
+            raise OSError(28, "No space left on device")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(_outputs.os, "replace", failing_replace)
+    assert main(_synth(toy, "--seed", "2")) == 1  # an I/O failure while writing is not the user's error
+    assert _tree(toy) == old  # the old pair is back, nothing else left behind
+    monkeypatch.setattr(_outputs.os, "replace", real_replace)
+    assert main(_synth(toy, "--seed", "2")) == 0
+    new = _tree(toy)
+    assert new["out.csv"] != old["out.csv"] and new["out.csv.json"] != old["out.csv.json"]
+    assert json.loads(new["out.csv.json"])["seed"] == 2
+    assert sorted(new) == sorted(old) and out.exists()
+    capsys.readouterr()
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def test_sigterm_removes_temporaries_and_the_next_run_cleans_stale_ones(toy):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    args = _synth(toy, "-p", "iters=100000", "-p", "select_iters=100000")
+    proc = subprocess.Popen([sys.executable, "-m", "margsynth", *args], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.time() + 120
+    while not [p for p in toy.iterdir() if ".margsynth-tmp-" in p.name]:
+        assert proc.poll() is None and time.time() < deadline, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143
+    _one_line_error(err, "terminated")
+    assert sorted(p.name for p in toy.iterdir()) == ["dom.json", "priv.csv", "pub.csv"]
+
+    # a killed run's leftovers (its pid is gone) are removed and reported by the next run
+    stale = [toy / f".out.csv.margsynth-tmp-{_dead_pid()}-0badcafe.csv", toy / f".out.csv.json.margsynth-tmp-{_dead_pid()}-00ff.json"]
+    for p in stale:
+        p.write_text("half")
+    res = subprocess.run([sys.executable, "-m", "margsynth", *_synth(toy)], env=env, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert all(str(p) in res.stderr for p in stale) and "stale temporary" in res.stderr
+    assert sorted(p.name for p in toy.iterdir()) == ["dom.json", "out.csv", "out.csv.json", "priv.csv", "pub.csv"]
+
+
+def test_data_verify_cleans_stale_temporaries(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MARGSYNTH_DATA_DIR", str(tmp_path))
+    (tmp_path / "benchmark").mkdir()
+    stale = tmp_path / "benchmark" / f".titanic.zip.margsynth-tmp-{_dead_pid()}-abcd.part"
+    stale.write_bytes(b"partial")
+    live = tmp_path / "benchmark" / f".titanic.zip.margsynth-tmp-{os.getpid()}-abcd.part"  # a running fetch's
+    live.write_bytes(b"in progress")
+    main(["data", "verify", "titanic"])
+    err = capsys.readouterr().err
+    assert str(stale) in err and not stale.exists() and live.exists()
