@@ -109,7 +109,7 @@ def method_params(method: str, params: dict[str, Any]) -> dict[str, Any]:
     the full hyperparameter set (so the cache key names every value)."""
     params = dict(params)
     if method == "PrivPGD":
-        from ..inference.privpgd import PrivPGD  # loads torch
+        from ..mechanisms.privpgd import PrivPGD  # loads torch
 
         preset = params.pop("preset", "default")
         cfg = asdict(PrivPGD.preset(preset, **params))

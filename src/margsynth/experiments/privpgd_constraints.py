@@ -88,7 +88,7 @@ def constraint_run(
     constraint_share: float = 0.1,
 ) -> dict:
     """One PrivPGD run with the constraint at strength ``gamma``; one result row."""
-    from ..inference.privpgd import PrivPGD  # loads torch
+    from ..mechanisms.privpgd import PrivPGD  # loads torch
 
     train, test = fixed_split(load(dataset), dataset)
     cons = constraint_for(train.domain, data=train)

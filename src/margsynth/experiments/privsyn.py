@@ -84,7 +84,7 @@ def _overrides(mechanism: str, mst_iters: int, pgm_iters: int, memory_limit_mb: 
     if mechanism == "mst":
         return {"iters": int(mst_iters)}
     if mechanism == "privsyn-pgm":
-        return {"pgm_iters": int(pgm_iters), "pgm_memory_limit_mb": float(memory_limit_mb)}
+        return {"iters": int(pgm_iters), "memory_limit_mb": float(memory_limit_mb)}  # PGMGenerator fields
     return {}
 
 

@@ -36,16 +36,26 @@ import itertools
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
 from ..dataset import Dataset
 from ..domain import Domain
-from ..inference.pgm import Measurement, estimate, junction_tree_size
-from ..privacy import BudgetLedger, exponential_mechanism, gaussian_mechanism
-from .base import NO_RNG, SynthesisResult, check_conversion, check_positive_int, check_run_inputs
+from ..inference.pgm import estimate, junction_tree_size
+from ..privacy import BudgetLedger, NoisyMarginal, NoisyMarginals, exponential_mechanism, gaussian_mechanism
+from .base import (
+    NO_RNG,
+    SynthesisResult,
+    check_conversion,
+    check_generator,
+    check_marginals_fit,
+    check_positive_int,
+    check_records,
+    check_run_inputs,
+)
+from .generators import Generator, PGMGenerator
 
 __all__ = ["AIM", "all_kway", "workload_candidates"]
 
@@ -95,6 +105,9 @@ class AIM:
         Private-PGM iterations per round (1000) and for the final model (2500).
     conversion:
         zCDP → (ε, δ) conversion for ρ (``"cks"``, as the authors; or ``"prop4"``).
+    generator:
+        The GENERATE step (:mod:`.generators`); ``None``: ``PGMGenerator(iters=final_iters)``
+        warm-started from the last round's model, as AIM.
     alpha:
         The budget split of every round: share ``alpha`` of it measures (Gaussian), the
         rest ``1 - alpha`` selects (exponential mechanism); 0.9 in AIM Alg. 2.
@@ -109,6 +122,7 @@ class AIM:
     synthetic_records: int | None = None
     verbose: bool = False
     alpha: float = ALPHA
+    generator: Generator | None = None
 
     name = "aim"
 
@@ -124,6 +138,8 @@ class AIM:
         for f in ("iters", "final_iters"):
             check_positive_int(f, getattr(self, f))
         check_conversion(self.conversion)
+        check_records(self.synthetic_records)
+        check_generator(self.generator)
         a = self.alpha
         if isinstance(a, bool) or not isinstance(a, (int, float)) or not 0 < a < 1:
             raise ValueError(f"alpha (measurement share of each round) must be in (0, 1), got {a!r}")
@@ -140,7 +156,13 @@ class AIM:
             "conversion": self.conversion,
             "synthetic_records": self.synthetic_records,
             "alpha": self.alpha,
+            "generator": {"name": self.generator_.name, **asdict(self.generator_)},
         }
+
+    @property
+    def generator_(self) -> Generator:
+        """The generator GENERATE uses: ``generator``, or Private-PGM with ``final_iters``."""
+        return PGMGenerator(iters=self.final_iters) if self.generator is None else self.generator
 
     def compiled_workload(self, domain: Domain) -> list[tuple[tuple[str, ...], float]]:
         """The workload as validated ``(clique, weight)`` pairs (``ValueError`` on unknown attributes)."""
@@ -167,7 +189,8 @@ class AIM:
     ) -> None:
         """All checks of :meth:`run` (privacy parameters, rng, data, workload, rounds), before any noise."""
         check_run_inputs(data, epsilon, delta, rng)
-        self.compiled_workload(data.domain)
+        check_marginals_fit(data.domain, [c for c, _ in self.compiled_workload(data.domain)], "workload marginal")
+        check_records(self.synthetic_records, columns=len(data.domain))
         T = self.rounds or 16 * len(data.domain)
         if T < len(data.domain):
             # the d one-way measurements alone cost d * 0.9 rho / T: T < d leaves nothing for the rounds
@@ -190,15 +213,15 @@ class AIM:
         eps = math.sqrt(8 * (1 - self.alpha) * rho / T)
 
         # MEASURE the one-way marginals
-        measurements: list[Measurement] = []
+        noisy: list[NoisyMarginal] = []
         measured: list[tuple[str, ...]] = []
         for a in dom.names:
             x = data.marginal((a,), flatten=True).astype(np.float64)
             y = gaussian_mechanism(x, sigma=sigma, l2_sensitivity=1.0, rng=rng, ledger=ledger, label=f"measure ({a},)")
-            measurements.append(Measurement((a,), None, y, sigma))
+            noisy.append(NoisyMarginal((a,), y, sigma))
             measured.append((a,))
         te = time.perf_counter()
-        model = estimate(dom, measurements, iters=self.iters)
+        model = estimate(dom, NoisyMarginals(noisy).measurements(), iters=self.iters)
         times["estimate"] += time.perf_counter() - te
 
         trace = []
@@ -240,11 +263,11 @@ class AIM:
             y = gaussian_mechanism(
                 answers[cl], sigma=sigma, l2_sensitivity=1.0, rng=rng, ledger=ledger, label=f"measure {cl}"
             )
-            measurements.append(Measurement(cl, None, y, sigma))
+            noisy.append(NoisyMarginal(cl, y, sigma))
             measured.append(cl)
             z = model.project(cl).ravel()
             te = time.perf_counter()
-            model = estimate(dom, measurements, iters=self.iters, warm_start=model)
+            model = estimate(dom, NoisyMarginals(noisy).measurements(), iters=self.iters, warm_start=model)
             times["estimate"] += time.perf_counter() - te
             w = model.project(cl).ravel()
             annealed = bool(np.abs(w - z).sum() <= math.sqrt(2 / math.pi) * sigma * n_cl)
@@ -271,16 +294,15 @@ class AIM:
                 sigma /= 2
                 eps *= 2
 
-        # GENERATE
-        te = time.perf_counter()
-        model = estimate(dom, measurements, iters=self.final_iters, warm_start=model)
-        times["estimate"] += time.perf_counter() - te
+        # GENERATE (by default a final Private-PGM fit, warm-started, and Algorithms 7-8)
         tg = time.perf_counter()
-        synth = model.synthetic_data(self.synthetic_records, rng=rng)
+        marginals = NoisyMarginals(noisy)
+        out = self.generator_.generate(dom, marginals, rng, records=self.synthetic_records, warm_start=model)
+        model = out.extras.get("model")
         times["generate"] = time.perf_counter() - tg
         times["total"] = time.perf_counter() - t0
         return SynthesisResult.from_ledger(
-            synth,
+            out.synthetic,
             self.name,
             self.parameters(),
             ledger,
@@ -290,8 +312,9 @@ class AIM:
                 "rounds": t,
                 "trace": trace,
                 "measured": measured,
-                "model_mb": model.size_mb,
-                "measurements": measurements,
+                "model_mb": None if model is None else model.size_mb,
+                "measurements": marginals,
+                **{k: v for k, v in out.extras.items() if k != "model"},
             },
         )
 
