@@ -286,3 +286,83 @@ def test_data_verify_cleans_stale_temporaries(tmp_path, monkeypatch, capsys):
     main(["data", "verify", "titanic"])
     err = capsys.readouterr().err
     assert str(stale) in err and not stale.exists() and live.exists()
+
+
+# ----------------------------------------------------------------------------- family 3: files and specs
+def _family3(toy, case):
+    (toy / "afolder").mkdir(exist_ok=True)
+    (toy / "dup.json").write_text('{"x": 3, "y": 4, "z": 2, "x": 3}')
+    (toy / "duph.csv").write_text("x,y,x\n0,1,1\n1,2,0\n")
+    (toy / "bool.csv").write_text("x,y,z\nTrue,1,1\nFalse,2,0\n")
+    for name, level in (("null", None), ("list", [1])):
+        spec = {"marginals": [{"attributes": [{"name": "x", "level": level}, "y"]}]}
+        (toy / f"spec-{name}.json").write_text(json.dumps(spec))
+    if not (toy / "fifo.json").exists():
+        os.mkfifo(toy / "fifo.json")
+    priv, dom = str(toy / "priv.csv"), str(toy / "dom.json")
+    synth = ["synth", "mst", "--epsilon", "1", "--delta", "1e-6", "--seed", str(SEED), "--out", str(toy / "o.csv")]
+    evaluate = ["evaluate", "--dataset", priv, "--domain", dom, "--seed", str(SEED)]
+    mgd = ["mgd", "--truth", priv, "--domain", dom]
+    spec = str(toy / "spec-null.json")
+    return {
+        "synth --domain missing": ([*synth, "--dataset", priv, "--domain", str(toy / "nope.json")], "--domain", "does not exist"),
+        "synth --domain folder": ([*synth, "--dataset", priv, "--domain", str(toy / "afolder")], "--domain", "is a folder"),
+        "synth --domain fifo": ([*synth, "--dataset", priv, "--domain", str(toy / "fifo.json")], "--domain", "not a regular file"),
+        "synth --domain duplicate key": ([*synth, "--dataset", priv, "--domain", str(toy / "dup.json")], "--domain", "'x' appears twice"),
+        "synth --dataset folder": ([*synth, "--dataset", str(toy / "afolder"), "--domain", dom], "--dataset", "is a folder"),
+        "synth --dataset duplicated header": ([*synth, "--dataset", str(toy / "duph.csv"), "--domain", dom], "--dataset", "['x'] more than once"),
+        "synth --dataset True/False": ([*synth, "--dataset", str(toy / "bool.csv"), "--domain", dom], "--dataset", "True/False"),
+        "synth --public missing": (["synth", "nist-mst", *synth[2:], "--dataset", priv, "--domain", dom, "--public", str(toy / "nope.csv")], "--public", "does not exist"),
+        "synth --public folder": (["synth", "nist-mst", *synth[2:], "--dataset", priv, "--domain", dom, "--public", str(toy / "afolder")], "--public", "is a folder"),
+        "evaluate --synthetic missing": ([*evaluate, "--synthetic", str(toy / "nope.csv")], "--synthetic", "does not exist"),
+        "evaluate --synthetic folder": ([*evaluate, "--synthetic", str(toy / "afolder")], "--synthetic", "is a folder"),
+        "evaluate --synthetic duplicated header": ([*evaluate, "--synthetic", str(toy / "duph.csv")], "--synthetic", "more than once"),
+        "evaluate --synthetic True/False": ([*evaluate, "--synthetic", str(toy / "bool.csv")], "--synthetic", "True/False"),
+        "evaluate --domain duplicate key": (["evaluate", "--dataset", priv, "--domain", str(toy / "dup.json"), "--synthetic", priv], "--domain", "appears twice"),
+        "mgd --spec missing": ([*mgd, "--synthetic", priv, "--spec", str(toy / "nope.json")], "--spec", "does not exist"),
+        "mgd --spec folder": ([*mgd, "--synthetic", priv, "--spec", str(toy / "afolder")], "--spec", "is a folder"),
+        "mgd --spec fifo": ([*mgd, "--synthetic", priv, "--spec", str(toy / "fifo.json")], "--spec", "not a regular file"),
+        "mgd --spec level null": ([*mgd, "--synthetic", priv, "--spec", spec], "--spec", "level must be an integer >= 0, got None"),
+        "mgd --spec level [1]": ([*mgd, "--synthetic", priv, "--spec", str(toy / "spec-list.json")], "--spec", "got [1]"),
+        "mgd --domain missing": (["mgd", "--truth", priv, "--synthetic", priv, "--domain", str(toy / "nope.json"), "--spec", str(toy / "spec-ok.json")], "--domain", "does not exist"),
+        "mgd --domain duplicate key": (["mgd", "--truth", priv, "--synthetic", priv, "--domain", str(toy / "dup.json"), "--spec", str(toy / "spec-ok.json")], "--domain", "appears twice"),
+        "mgd --truth folder": (["mgd", "--truth", str(toy / "afolder"), "--synthetic", priv, "--domain", dom, "--spec", str(toy / "spec-ok.json")], "--truth", "is a folder"),
+        "mgd --synthetic duplicated header": ([*mgd, "--synthetic", str(toy / "duph.csv"), "--spec", str(toy / "spec-ok.json")], "--synthetic", "more than once"),
+        "mgd --synthetic True/False": ([*mgd, "--synthetic", str(toy / "bool.csv"), "--spec", str(toy / "spec-ok.json")], "--synthetic", "True/False"),
+    }[case]  # fmt: skip
+
+
+FAMILY3 = [
+    "synth --domain missing", "synth --domain folder", "synth --domain fifo", "synth --domain duplicate key",
+    "synth --dataset folder", "synth --dataset duplicated header", "synth --dataset True/False", "synth --public missing",
+    "synth --public folder", "evaluate --synthetic missing", "evaluate --synthetic folder",
+    "evaluate --synthetic duplicated header", "evaluate --synthetic True/False", "evaluate --domain duplicate key",
+    "mgd --spec missing", "mgd --spec folder", "mgd --spec fifo", "mgd --spec level null", "mgd --spec level [1]",
+    "mgd --domain missing", "mgd --domain duplicate key", "mgd --truth folder", "mgd --synthetic duplicated header",
+    "mgd --synthetic True/False",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", FAMILY3)
+def test_missing_or_malformed_input_files(toy, capsys, spy, case):
+    (toy / "spec-ok.json").write_text(json.dumps({"marginals": [{"attributes": ["x", "y"]}]}))
+    args, option, message = _family3(toy, case)
+    before = sorted(p.name for p in toy.iterdir())
+    sizes = {p.name: p.stat().st_size for p in toy.iterdir() if p.is_file()}
+    assert main(args) == 2
+    _one_line_error(capsys.readouterr().err, option, message)
+    assert sorted(p.name for p in toy.iterdir()) == before
+    assert {p.name: p.stat().st_size for p in toy.iterdir() if p.is_file()} == sizes
+    assert spy["untouched"]()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file")
+@pytest.mark.parametrize("option", ["--domain", "--spec"])
+def test_unreadable_files(toy, capsys, option):
+    (toy / "spec-ok.json").write_text(json.dumps({"marginals": [{"attributes": ["x", "y"]}]}))
+    target = toy / ("dom.json" if option == "--domain" else "spec-ok.json")
+    target.chmod(0)
+    args = ["mgd", "--truth", str(toy / "priv.csv"), "--synthetic", str(toy / "priv.csv"), "--domain", str(toy / "dom.json"),
+            "--spec", str(toy / "spec-ok.json")]  # fmt: skip
+    assert main(args) == 2
+    _one_line_error(capsys.readouterr().err, option, "cannot be read")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 
-from ._inputs import add_allow_surrogate
+from ._inputs import add_allow_surrogate, check_input_file, read_csv_dataset
 
 __all__ = ["register"]
 
@@ -40,9 +40,6 @@ def register(sub) -> None:
 
 
 def _main(args) -> int:
-    from pathlib import Path
-
-    from ..data import load_csv
     from ..metrics.suite import DEFAULT_METRICS, evaluate, get_metric
     from .synth import load_dataset
 
@@ -53,10 +50,9 @@ def _main(args) -> int:
             raise ValueError("--metrics is empty")
     for m in metrics:
         get_metric(m)  # unknown names fail before any data is read
+    check_input_file("--synthetic", args.synthetic, "a CSV file of integer codes")
     real = load_dataset(args.dataset, args.domain, allow_surrogate=args.allow_surrogate)
-    if not Path(args.synthetic).is_file():
-        raise ValueError(f"synthetic file {args.synthetic!r} does not exist")
-    synth = load_csv(args.synthetic, real.domain)
+    synth = read_csv_dataset("--synthetic", args.synthetic, real.domain)
     values = evaluate(real, synth, metrics, seed=args.seed)
     if args.json:
         print(json.dumps(values))

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ._inputs import add_allow_surrogate, use_registered
+from ._inputs import add_allow_surrogate, check_input_file, read_csv_dataset, read_domain, use_registered
 
 
 def register(sub) -> None:
@@ -43,33 +43,25 @@ def register(sub) -> None:
 
 def _load(args):
     if args.domain:
-        import pandas as pd
-
-        from ..dataset import Dataset
-        from ..domain import Domain
-
         ordinal = [a for a in args.ordinal.split(",") if a]
-        dom = Domain.from_json(args.domain, ordinal=ordinal)
-        out = []
-        for path in (args.truth, args.synthetic):
-            try:
-                frame = pd.read_csv(path)
-            except (OSError, ValueError) as exc:
-                raise ValueError(f"{path}: cannot be read as CSV ({exc})") from exc
-            out.append(Dataset(frame, dom, source=str(path)))
+        dom = read_domain("--domain", args.domain, ordinal=ordinal)
+        out = [read_csv_dataset(opt, path, dom) for opt, path in (("--truth", args.truth), ("--synthetic", args.synthetic))]
         return out[0], out[1], False
     from pathlib import Path
 
     from ..data.baltimore import CountTable, load_truth, read_count_file
 
+    for opt, path in (("--truth", args.truth), ("--synthetic", args.synthetic)):
+        check_input_file(opt, path, "a count file in the Baltimore scored-file layout (or record CSVs with --domain)")
     use_registered("baltimore911", args.allow_surrogate)  # the schema (names, labels) of the count files
     dom = load_truth().domain
 
     tables = []
-    for path in (args.truth, args.synthetic):
-        if not Path(path).exists():
-            raise ValueError(f"{path}: no such file")
-        counts, eps = read_count_file(path, dom)
+    for opt, path in (("--truth", args.truth), ("--synthetic", args.synthetic)):
+        try:
+            counts, eps = read_count_file(path, dom)
+        except ValueError as exc:
+            raise ValueError(f"{opt} {exc}") from None
         tables.append(CountTable(Path(path).stem, counts, dom, "real", eps, str(path)))
     return tables[0], tables[1], True
 
@@ -82,17 +74,22 @@ def run(args) -> int:
     from ..metrics.mgd import mgd
 
     logging.getLogger("cvxpy").setLevel(logging.ERROR)
+    if args.spec:
+        check_input_file("--spec", args.spec, "a SPEC.json file (README: SPEC.json format)")
+        try:
+            specs = load_specs(args.spec)
+        except ValueError as exc:
+            msg = str(exc).removeprefix(f"{args.spec}: ")
+            raise ValueError(f"--spec {args.spec!r}: {msg}") from None
     truth, synth, counts = _load(args)
     preset = args.preset
-    if args.spec:
-        specs = load_specs(args.spec)
-    else:
+    if not args.spec:
         if preset is None:
             if not counts:
                 raise ValueError("record CSVs need --spec SPEC.json (the presets are for the Baltimore count files)")
             preset = "baltimore-table1"
         if preset not in PRESETS:
-            raise ValueError(f"unknown preset {preset!r}; known: {sorted(PRESETS)}")
+            raise ValueError(f"--preset {preset!r}: unknown preset; expected one of {sorted(PRESETS)}")
         specs = PRESETS[preset]()
     res = mgd(truth, synth, specs, solver=args.solver)
     if preset is not None and preset.startswith("baltimore"):

@@ -61,7 +61,7 @@ def register(sub) -> None:
     p.set_defaults(func=_main)
 
 
-def load_dataset(arg: str, domain_json: str | None, what: str = "dataset", allow_surrogate: bool = False):
+def load_dataset(arg: str, domain_json: str | None, what: str = "--dataset", allow_surrogate: bool = False):
     """A :class:`Dataset` from a registered name or a CSV (+ domain JSON)."""
     return resolve_dataset(arg, domain_json, what=what, allow_surrogate=allow_surrogate).dataset
 
@@ -156,7 +156,7 @@ def run_synth(
     if public is not None:
         if not s.needs_public:
             raise ValueError(f"mechanism {mechanism!r} does not use a public dataset; drop --public")
-        pub_inp = resolve_dataset(public, domain, what="public dataset", allow_surrogate=allow_surrogate)
+        pub_inp = resolve_dataset(public, domain, what="--public", allow_surrogate=allow_surrogate)
         pub = pub_inp.dataset
         inputs.append(pub_inp)
         if pub.domain != data.domain:

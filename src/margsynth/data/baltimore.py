@@ -120,10 +120,12 @@ def read_count_file(path: str | Path, domain: Domain, key: pd.DataFrame | None =
     """
     path = Path(path)
     name = path.name
+    from .loaders import read_csv_strict
+
     try:
-        frame = pd.read_csv(path)
-    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
-        raise ValueError(f"{name}: cannot be read as CSV ({exc})") from exc
+        frame = read_csv_strict(path)
+    except ValueError as exc:
+        raise ValueError(str(exc).replace(str(path), name, 1)) from exc
     n_nb, n_m, n_t = domain.shape
     type_cols = [str(i) for i in range(n_t)]
     cols = [str(c) for c in frame.columns]
@@ -153,6 +155,9 @@ def read_count_file(path: str | Path, domain: Domain, key: pd.DataFrame | None =
             "rows in the same order (shuffled, duplicated or missing rows are refused)"
         )
     values = frame[type_cols]
+    booleans = [c for c in type_cols if values[c].dtype == bool]
+    if booleans:
+        raise ValueError(f"{name}: column {booleans[0]!r} holds True/False; expected integer counts")
     arr = values.to_numpy()
     if arr.dtype.kind not in "iu":
         num = values.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64)
