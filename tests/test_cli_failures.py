@@ -366,3 +366,58 @@ def test_unreadable_files(toy, capsys, option):
             "--spec", str(toy / "spec-ok.json")]  # fmt: skip
     assert main(args) == 2
     _one_line_error(capsys.readouterr().err, option, "cannot be read")
+
+
+# ----------------------------------------------------------------------------- family 7: messages that say the truth
+FAMILY7 = [
+    ("synth", ["--seed", "-1"], "--seed", "-1 is negative"),
+    ("evaluate", ["--seed", "-1"], "--seed", "-1 is negative"),
+    ("mgd", ["--seed", "-1"], "--seed", "-1 is negative"),
+    ("synth", ["--epsilon", "1e308"], "--epsilon", "outside the supported range"),
+    ("synth", ["--epsilon", "1e-300"], "--epsilon", "outside the supported range"),
+    ("synth", ["--delta", "5e-324"], "--delta", "outside the supported range"),
+    ("synth", ["--delta", "-1e-6"], "--delta", "delta must be in (0, 1), got -1e-06"),
+    ("synth", ["--epsilon", "-1e-3"], "--epsilon", "epsilon must be a finite number > 0, got -0.001"),
+    ("synth", ["--epsilon", "-inf"], "--epsilon", "epsilon must be a finite number > 0"),
+    ("synth", ["--dataset", "FOLDER"], "--dataset", "is a folder"),
+    ("evaluate", ["--dataset", "FOLDER"], "--dataset", "is a folder"),
+]
+
+
+@pytest.mark.parametrize("command, change, option, message", FAMILY7)
+def test_messages_name_the_argument_and_the_truth(toy, capsys, spy, command, change, option, message):
+    (toy / "afolder").mkdir()
+    base = {
+        "synth": ["synth", "mst", "--dataset", str(toy / "priv.csv"), "--domain", str(toy / "dom.json"), "--epsilon", "1",
+                  "--delta", "1e-6", "--seed", str(SEED), "--out", str(toy / "o.csv")],
+        "evaluate": ["evaluate", "--dataset", str(toy / "priv.csv"), "--domain", str(toy / "dom.json"), "--synthetic",
+                     str(toy / "pub.csv"), "--seed", str(SEED)],
+        "mgd": ["mgd", "--truth", str(toy / "priv.csv"), "--synthetic", str(toy / "pub.csv"), "--domain",
+                str(toy / "dom.json"), "--spec", str(toy / "dom.json"), "--seed", str(SEED)],
+    }[command]  # fmt: skip
+    key, value = change
+    args = list(base)
+    args[args.index(key) + 1] = str(toy / "afolder") if value == "FOLDER" else value
+    before = _tree(toy)
+    assert main(args) == 2
+    _one_line_error(capsys.readouterr().err, option, message)
+    assert _tree(toy) == before and spy["untouched"]()
+
+
+def test_run_synth_checks_the_range_too(toy, spy):
+    from margsynth.commands.synth import run_synth
+
+    for eps, delta, msg in [(1e308, 1e-6, "--epsilon"), (1.0, 5e-324, "--delta"), (float("nan"), 1e-6, "--epsilon")]:
+        with pytest.raises(ValueError, match=msg):
+            run_synth("mst", str(toy / "priv.csv"), domain=str(toy / "dom.json"), epsilon=eps, delta=delta,
+                      out=str(toy / "o.csv"), seed=SEED)  # fmt: skip
+    with pytest.raises(ValueError, match="--seed"):
+        run_synth("mst", str(toy / "priv.csv"), domain=str(toy / "dom.json"), epsilon=1.0, delta=1e-6, out=str(toy / "o.csv"), seed=-1)
+    assert spy["untouched"]() and not (toy / "o.csv").exists()
+
+
+def test_data_verify_fails_and_names_missing_files(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MARGSYNTH_DATA_DIR", str(tmp_path))
+    assert main(["data", "verify", "titanic"]) == 1
+    err = capsys.readouterr().err
+    assert "benchmark/titanic.zip" in err and "benchmark/titanic-domain.json" in err and "margsynth data fetch titanic" in err

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 
+from ._args import seed_arg
 from ._inputs import add_allow_surrogate, check_input_file, read_csv_dataset
 
 __all__ = ["register"]
@@ -33,7 +34,7 @@ def register(sub) -> None:
         help="comma-separated metric names (default: tv-1way,tv-2way,tv-3way,nist-3way,nist-conjunctions,nist-target; "
         "also downstream,covariance,counting-queries,threshold-queries,sw-2way)",
     )
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of randomised metrics (default 0)")
+    p.add_argument("--seed", type=seed_arg, default=0, metavar="S", help="seed of randomised metrics (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object {metric: value}")
     add_allow_surrogate(p)
     p.set_defaults(func=_main)

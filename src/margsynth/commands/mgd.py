@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import sys
 
+from ._args import seed_arg
 from ._inputs import add_allow_surrogate, check_input_file, read_csv_dataset, read_domain, use_registered
 
 
@@ -35,7 +36,7 @@ def register(sub) -> None:
     p.add_argument("--solver", default="auto", choices=("auto", "flow", "lp"), help="AEMC solver (default auto)")
     p.add_argument("--domain", metavar="DOMAIN.json", help="read record CSVs over this domain instead of count files")
     p.add_argument("--ordinal", default="", metavar="A,B", help="ordinal attributes of --domain")
-    p.add_argument("--seed", type=int, default=0, help="seed of the range queries (Baltimore presets)")
+    p.add_argument("--seed", type=seed_arg, default=0, help="seed of the range queries (Baltimore presets)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_allow_surrogate(p)
     p.set_defaults(func=run)
