@@ -96,7 +96,6 @@ def umask():
 @pytest.mark.parametrize("mask, mode", [(0o022, 0o644), (0o002, 0o664), (0o077, 0o600)])
 def test_files_follow_the_umask(toy, tmp_path, monkeypatch, umask, mask, mode):
     import hashlib
-
     import importlib
 
     from margsynth.data import registry
@@ -421,3 +420,118 @@ def test_data_verify_fails_and_names_missing_files(tmp_path, monkeypatch, capsys
     assert main(["data", "verify", "titanic"]) == 1
     err = capsys.readouterr().err
     assert "benchmark/titanic.zip" in err and "benchmark/titanic-domain.json" in err and "margsynth data fetch titanic" in err
+
+
+# ----------------------------------------------------------------------------- family 5: output that is valid
+def _strict(text: str):
+    def refuse(const):
+        raise AssertionError(f"non-strict JSON constant {const}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize("command", ["evaluate", "mgd", "synth"])
+def test_json_output_is_strict(toy, capsys, monkeypatch, command):
+    import margsynth.metrics.mgd as mgd_mod
+    from margsynth.metrics import suite
+
+    spec = toy / "spec.json"
+    spec.write_text(json.dumps({"marginals": [{"attributes": ["x", "y"]}]}))
+    if command == "evaluate":
+        monkeypatch.setitem(suite.METRICS, "test-nan", lambda r, s, *, rng=None: float("nan"))
+        args = ["evaluate", "--dataset", str(toy / "priv.csv"), "--domain", str(toy / "dom.json"), "--synthetic",
+                str(toy / "pub.csv"), "--json", "--metrics", "tv-1way,test-nan"]  # fmt: skip
+    elif command == "mgd":
+        real = mgd_mod.mgd
+
+        def with_nan(*a, **k):
+            res = real(*a, **k)
+            res.extras["undefined-extra"] = float("inf")
+            return res
+
+        monkeypatch.setattr(mgd_mod, "mgd", with_nan)
+        args = ["mgd", "--truth", str(toy / "priv.csv"), "--synthetic", str(toy / "pub.csv"), "--domain",
+                str(toy / "dom.json"), "--spec", str(spec), "--json"]  # fmt: skip
+    else:
+        from margsynth.mechanisms.base import SynthesisResult
+
+        real_sidecar = SynthesisResult.sidecar
+        monkeypatch.setattr(SynthesisResult, "sidecar", lambda self: {**real_sidecar(self), "undefined": float("nan")})
+        args = _synth(toy)
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    text = (toy / "out.csv.json").read_text() if command == "synth" else captured.out
+    out = _strict(text)
+    if command == "evaluate":
+        assert out["test-nan"] is None and 0 <= out["tv-1way"] <= 1 and "test-nan is undefined" in captured.err
+    elif command == "mgd":
+        assert out["undefined-extra"] is None and out["mgd"] >= 0 and "undefined-extra is undefined" in captured.err
+    else:
+        assert out["undefined"] is None
+
+
+@pytest.fixture
+def baltimore_schema(tmp_path, monkeypatch):
+    """Count files over the Baltimore schema, offline (the surrogate's schema has the same shape)."""
+    from margsynth.data.baltimore import CountTable
+    from margsynth.data.surrogate import surrogate_baltimore
+
+    monkeypatch.setenv("MARGSYNTH_DATA_DIR", str(tmp_path / "nodata"))
+    monkeypatch.setenv("MARGSYNTH_NO_DOWNLOAD", "1")
+    monkeypatch.delenv("MARGSYNTH_DATA_MIRROR", raising=False)
+    counts, dom = surrogate_baltimore()
+
+    def write(name, change=None):
+        frame = CountTable(name, counts, dom, "surrogate").to_frame()
+        if change is not None:
+            frame = change(frame)
+        path = tmp_path / f"{name}.csv"
+        frame.to_csv(path, index=False)
+        return str(path)
+
+    return write
+
+
+def _set(row, col, value):
+    def change(frame):
+        frame = frame.astype({col: object})
+        frame.loc[row, col] = value
+        return frame
+
+    return change
+
+
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("truth total 0", "total 0"),
+        ("records truth total 0", "total 0"),
+        ("count 2**63", "is too large"),
+        ("count 2**64+5", "is too large"),
+        ("count 1e30", "is too large"),
+        ("counts adding past int64", "add up to more than a 64-bit integer"),
+    ],
+)
+def test_mgd_refuses_undefined_or_overflowing_totals(toy, baltimore_schema, capsys, case, message):
+    good = baltimore_schema("good")
+    zero = lambda f: f.assign(**{c: 0 for c in f.columns if c.isdigit()})  # noqa: E731
+    big = 2**62 + 1
+    truth = {
+        "truth total 0": lambda: baltimore_schema("zero", zero),
+        "count 2**63": lambda: baltimore_schema("big", _set(3, "7", str(2**63))),
+        "count 2**64+5": lambda: baltimore_schema("bigger", _set(3, "7", str(2**64 + 5))),
+        "count 1e30": lambda: baltimore_schema("float", _set(3, "7", "1e30")),
+        "counts adding past int64": lambda: baltimore_schema("sum", lambda f: _set(4, "9", big)(_set(3, "7", big)(f))),
+    }
+    if case == "records truth total 0":
+        (toy / "empty.csv").write_text("x,y,z\n")
+        (toy / "spec.json").write_text(json.dumps({"marginals": [{"attributes": ["x", "y"]}]}))
+        args = ["mgd", "--truth", str(toy / "empty.csv"), "--synthetic", str(toy / "pub.csv"), "--domain",
+                str(toy / "dom.json"), "--spec", str(toy / "spec.json"), "--json"]  # fmt: skip
+    else:
+        args = ["mgd", "--truth", truth[case](), "--synthetic", good, "--allow-surrogate", "--json",
+                "--preset", "baltimore-table1"]  # fmt: skip
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    line = [x for x in err.splitlines() if x.startswith("margsynth mgd: error")]
+    assert len(line) == 1 and message in line[0] and "negative" not in line[0] and "--truth" in line[0], err

@@ -11,10 +11,9 @@ counting-queries, threshold-queries, sw-2way``; see :mod:`margsynth.metrics.suit
 
 from __future__ import annotations
 
-import json
-
 from ._args import seed_arg
 from ._inputs import add_allow_surrogate, check_input_file, read_csv_dataset
+from ._outputs import dumps_strict
 
 __all__ = ["register"]
 
@@ -56,7 +55,7 @@ def _main(args) -> int:
     synth = read_csv_dataset("--synthetic", args.synthetic, real.domain)
     values = evaluate(real, synth, metrics, seed=args.seed)
     if args.json:
-        print(json.dumps(values))
+        print(dumps_strict(values, prog="margsynth evaluate"))
     else:
         width = max(len(m) for m in values)
         for m, v in values.items():

@@ -17,11 +17,11 @@ a stable interface.
 
 from __future__ import annotations
 
-import json
 import sys
 
 from ._args import seed_arg
 from ._inputs import add_allow_surrogate, check_input_file, read_csv_dataset, read_domain, use_registered
+from ._outputs import dumps_strict
 
 
 def register(sub) -> None:
@@ -83,6 +83,9 @@ def run(args) -> int:
             msg = str(exc).removeprefix(f"{args.spec}: ")
             raise ValueError(f"--spec {args.spec!r}: {msg}") from None
     truth, synth, counts = _load(args)
+    total = truth.total if counts else len(truth)
+    if total == 0:
+        raise ValueError(f"--truth {args.truth!r} holds no counts (total 0); MGD divides by the truth's total, expected a positive total")
     preset = args.preset
     if not args.spec:
         if preset is None:
@@ -99,8 +102,7 @@ def run(args) -> int:
         res.extras["inv_pie"] = inverse_pie(truth, synth)
         res.extras["range_query"] = range_query_error(truth, synth, seed=args.seed)
     if args.json:
-        json.dump(res.to_json(), sys.stdout)
-        sys.stdout.write("\n")
+        sys.stdout.write(dumps_strict(res.to_json(), prog="margsynth mgd") + "\n")
         return 0
     print(f"{'marginal':12s} {'attributes':40s} {'omega':>8s} {'AEMC':>12s} {'solver':>14s} {'seconds':>8s}")
     for s, r in zip(res.specs, res.results):

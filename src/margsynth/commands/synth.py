@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ._args import DELTA_MIN, EPSILON_RANGE, check_budget, delta_arg, epsilon_arg, seed_arg
 from ._inputs import add_allow_surrogate, is_file_arg, resolve_dataset
-from ._outputs import OutputPair, check_out
+from ._outputs import OutputPair, check_out, dumps_strict
 
 __all__ = ["load_dataset", "register", "run_synth"]
 
@@ -210,7 +210,7 @@ def run_synth(
         from .. import __version__
 
         side["margsynth_version"] = __version__
-        text = json.dumps(side, indent=2, default=_json_default)
+        text = dumps_strict(json.loads(json.dumps(side, default=_json_default)), prog="margsynth synth", indent=2)
         frame = result.synthetic.df
         order = _input_columns(dataset)
         if order is not None and set(order) == set(frame.columns):
