@@ -168,26 +168,20 @@ def run_synth(
     elif s.needs_public:
         raise ValueError(f"mechanism {mechanism!r} needs a public dataset: pass --public NAME|CSV")
     mech = create(mechanism, **(params or {}))
-    if hasattr(mech, "validate"):
-        if s.needs_public:
-            mech.validate(data, pub)
-        else:
-            mech.validate(data)
-    if hasattr(mech, "compiled_workload"):
-        mech.compiled_workload(data.domain)
     if device is not None:
         import inspect
 
         if "device" not in inspect.signature(mech.run).parameters:
             raise ValueError(f"mechanism {mechanism!r} takes no --device")
+    kw = {"public": pub} if pub is not None else {}
+    if device is not None:
+        kw["device"] = device
+    mech.validate(data, epsilon, delta, **kw)  # every check of the run, before any noise
 
     # --- reserve the outputs (an unwritable place is found now, before any noise), run, write both or neither
     with OutputPair(path) as pair:
         rng = np.random.default_rng(seed)
         t0 = time.perf_counter()
-        kw = {"public": pub} if pub is not None else {}
-        if device is not None:
-            kw["device"] = device
         result = mech.run(data, epsilon, delta, rng, **kw)
         wall = time.perf_counter() - t0
 

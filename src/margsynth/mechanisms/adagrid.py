@@ -1,7 +1,9 @@
 """The adaptive-granularity mechanism ("adaptive grid").
 
-Implements ``../shared/papers/adaptive-granularity-mechanism.txt`` (cited below as
-*AGM*, by section) with the details of ``../shared/design/NOTES.md`` §5:
+Implements the Adaptive Granularity Mechanism of R. McKenna (team Minutemen), the
+Sprint 3 winning write-up of the NIST PSCR Differential Privacy Temporal Map Challenge
+(2020-21; https://github.com/ryan112358/nist-synthetic-data-2021), cited below as
+*AGM*, by section, with the details documented in docs/notes/adaptive_grid.md:
 
 1. **Preprocess** (AGM "Detailed Description — Data preprocessing"): when records
    carry a person id, each record of a person with ``R`` records gets the weight
@@ -11,7 +13,7 @@ Implements ``../shared/papers/adaptive-granularity-mechanism.txt`` (cited below 
 2. **Select** (AGM "Marginal Selection"): caller-given *outer-level* attribute sets
    and their *downward closure* (:func:`downward_closure`). Defaults for the
    registered datasets (:func:`default_marginals`) use only the public schema.
-3. **Measure** (AGM "Measurements", "Adaptive Granularity Example"; NOTES §5): in
+3. **Measure** (AGM "Measurements", "Adaptive Granularity Example"; docs/notes/adaptive_grid.md): in
    rounds ``k = 1..K`` every k-way marginal ``mu`` of the closure is measured as
    ``y = Q mu + N(0, sigma^2 I)`` with the adaptive query matrix of
    :func:`adaptive_query`: identity rows on the cells whose every (k-1)-way parent
@@ -19,7 +21,8 @@ Implements ``../shared/papers/adaptive-granularity-mechanism.txt`` (cited below 
    per cell — one per (k-1)-way parent grouping — weighted ``1/sqrt(k)``. Every
    column has L2 norm exactly 1; this is checked at run time and reported.
 4. **Account** (AGM "Noise calibration and proof of privacy"): each measurement is
-   ``C/sigma``-GDP (Dong, Roth & Su 2019, Thm 2.7); ``n`` of them compose
+   ``C/sigma``-GDP (Dong, Roth & Su, "Gaussian Differential Privacy", JRSS-B 2022,
+   arXiv:1905.02383, Thm 2.7); ``n`` of them compose
    adaptively to ``sqrt(n) C / sigma``-GDP (Cor. 3.3); ``sigma`` is calibrated so
    that this is (eps, delta)-DP by Cor. 2.13
    (:func:`margsynth.privacy.accounting.gdp_sigma`). Every measurement is charged to a
@@ -28,7 +31,7 @@ Implements ``../shared/papers/adaptive-granularity-mechanism.txt`` (cited below 
    (:func:`margsynth.inference.pgm.estimate`) on the sparse non-identity measurements,
    then synthetic records (:meth:`~margsynth.inference.pgm.GraphicalModel.synthetic_data`).
 
-"Large" (NOTES §5 leaves it open; AGM's example calls 300 and 200 "small"): a cell
+"Large" (AGM leaves it open, see docs/notes/adaptive_grid.md; AGM's example calls 300 and 200 "small"): a cell
 measured by an identity row is large when its noisy answer exceeds
 ``threshold * sigma``. With the default ``threshold = 1`` this is the break-even
 point of the two kinds of row: a child cell can only hold more than ``sigma``
@@ -54,7 +57,8 @@ import scipy.sparse as sp
 from ..dataset import Dataset
 from ..domain import Domain
 from ..privacy import BudgetLedger, gdp_mu_for_dp, gdp_sigma
-from .base import SynthesisResult, check_privacy_params
+from ..inference.pgm import Measurement, estimate
+from .base import NO_RNG, SynthesisResult, check_run_inputs
 
 __all__ = [
     "DEFAULT_OUTER",
@@ -62,7 +66,6 @@ __all__ = [
     "AdaptiveGrid",
     "AdaptiveQuery",
     "adaptive_query",
-    "brute_force_sensitivity",
     "clipping_weights",
     "column_norms",
     "default_marginals",
@@ -134,11 +137,6 @@ def clipping_weights(person_ids: Sequence | np.ndarray | None, clip: float, n: i
         raise ValueError(f"{ids.size} person ids for {n} records")
     _, inv, counts = np.unique(ids, return_inverse=True, return_counts=True)
     return np.minimum(1.0, c / counts[inv].astype(np.float64))
-
-
-def _plain(value: Any) -> Any:
-    """A numpy scalar as the Python value (for readable labels)."""
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def contribution_bound(clip: float, has_person_ids: bool) -> float:
@@ -219,7 +217,7 @@ def default_marginals(dataset: str, domain: Domain) -> tuple[tuple[str, ...], ..
 # ----------------------------------------------------------------------------- query matrices
 @dataclass(frozen=True, eq=False)
 class AdaptiveQuery:
-    """The query matrix of one marginal (AGM "Adaptive Granularity Example", NOTES §5).
+    """The query matrix of one marginal (AGM "Adaptive Granularity Example"; docs/notes/adaptive_grid.md).
 
     ``matrix`` is CSR, ``rows x cells`` with cells in C order over ``clique``;
     the first ``n_identity`` rows are identity rows (one per cell of ``identity``),
@@ -250,7 +248,7 @@ def column_norms(q: sp.spmatrix | np.ndarray) -> np.ndarray:
 def adaptive_query(
     shape: Sequence[int], parent_large: Sequence[np.ndarray] | None, clique: Sequence[str] | None = None
 ) -> AdaptiveQuery:
-    """Adaptive query matrix of a k-way marginal (AGM "Adaptive Granularity Example"; NOTES §5).
+    """Adaptive query matrix of a k-way marginal (AGM "Adaptive Granularity Example"; docs/notes/adaptive_grid.md).
 
     Parameters
     ----------
@@ -262,6 +260,8 @@ def adaptive_query(
         ``j`` were measured large. ``None`` (or ``k = 1``): the only parent is the
         total, which is large, so ``Q = I``.
 
+    Notes
+    -----
     Construction: cell ``x`` gets an identity row iff ``parent_large[j][x without j]``
     for every ``j``. Every other cell is covered by ``k`` aggregate rows, one per
     parent grouping ``j``: the row of parent cell ``p`` sums, with weight
@@ -314,7 +314,7 @@ def adaptive_query(
 
 
 def large_cells(q: AdaptiveQuery, y: np.ndarray, sigma: float, threshold: float) -> np.ndarray:
-    """Cells measured large (NOTES §5): an identity row whose noisy answer exceeds
+    """Cells measured large (docs/notes/adaptive_grid.md): an identity row whose noisy answer exceeds
     ``threshold * sigma``; cells measured only by aggregate rows are never large.
     Returns a boolean mask over the clique's cells (C order)."""
     large = np.zeros(q.cells, dtype=bool)
@@ -394,142 +394,15 @@ def measure_rounds(
     return out
 
 
-# ----------------------------------------------------------------------------- sensitivity check
-class _Neighbours:
-    """Differences ``M(D) - M(D')`` of one marginal over many neighbours, collected in
-    blocks and evaluated as the columns of one sparse matrix (``Q @ deltas``)."""
-
-    def __init__(self, ncell: int) -> None:
-        self.ncell = ncell
-        self.blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray, int, Any]] = []
-
-    def add(self, idx, v, what: str) -> None:
-        """One neighbour: values ``v`` at cells ``idx`` (repeats add up)."""
-        idx = np.asarray(idx, dtype=np.int64).ravel()
-        self.blocks.append((idx, np.asarray(v, dtype=np.float64).ravel(), np.zeros(idx.size, np.int64), 1, what))
-
-    def add_cells(self, v: float, what) -> None:
-        """One neighbour per cell ``x``: value ``v`` at ``x``; ``what(x)`` labels it."""
-        n = self.ncell
-        self.blocks.append((np.arange(n), np.full(n, float(v)), np.arange(n), n, what))
-
-    def evaluate(self, q: sp.spmatrix):
-        """``||Q delta||_2`` for every neighbour, and a function labelling neighbour ``j``."""
-        starts = np.cumsum([0] + [b[3] for b in self.blocks])
-        colidx = np.concatenate([b[2] + s0 for b, s0 in zip(self.blocks, starts[:-1])])
-        deltas = sp.csc_matrix(
-            (np.concatenate([b[1] for b in self.blocks]), (np.concatenate([b[0] for b in self.blocks]), colidx)),
-            shape=(self.ncell, int(starts[-1])),
-        )
-        change = column_norms(q @ deltas)
-
-        def label(j: int) -> str:
-            bi = int(np.searchsorted(starts, j, side="right") - 1)
-            what = self.blocks[bi][4]
-            return what(j - int(starts[bi])) if callable(what) else what
-
-        return change, label
-
-
-def brute_force_sensitivity(
-    data: Dataset,
-    queries: Sequence[AdaptiveQuery],
-    *,
-    person_ids: np.ndarray | None = None,
-    clip: float = 1.0,
-    max_neighbours: int | None = 2000,
-    rng: np.random.Generator | None = None,
-) -> list[dict[str, Any]]:
-    """Largest ``||Q (M(D) - M(D'))||_2`` over neighbouring datasets ``D'``, per query,
-    next to the bound ``C * max column norm`` the ledger was charged (AGM "Noise
-    calibration": sensitivity ``||Q||_2 C``).
-
-    Neighbours (weights recomputed by :func:`clipping_weights` on ``D'``):
-
-    - ``remove record``: drop one record (every record, or ``max_neighbours`` drawn
-      with ``rng``); with person ids the other records of its person are re-weighted;
-    - ``add record``: a new record in every cell of the marginal, as a new person and
-      (with person ids) as one more record of sampled existing persons;
-    - with person ids, ``remove person`` (all its records) and ``add person`` (``R``
-      records in one cell, ``R = 1..ceil(C)+1``).
-
-    ``M(D) - M(D')`` is computed exactly from the records whose weight changes (a
-    weighted bincount), not from the column-norm formula it checks. ``rng`` draws the
-    sampled neighbours (default: a fixed seed, so the check is reproducible). Returns one dict
-    per query: ``clique, neighbours, max_change, bound, ratio, worst``.
-    """
-    c = _check_clip(clip)
-    n = len(data)
-    has_ids = person_ids is not None
-    ids = np.asarray(person_ids) if has_ids else np.arange(n)
-    if ids.shape != (n,):
-        raise ValueError(f"{ids.size} person ids for {n} records")
-    w = clipping_weights(ids if has_ids else None, c, n)
-    uniq, inv, counts = np.unique(ids, return_inverse=True, return_counts=True)
-    members = np.split(np.argsort(inv, kind="stable"), np.cumsum(counts)[:-1])
-    rng = rng if rng is not None else np.random.default_rng(0)
-
-    def pick(size: int) -> np.ndarray:
-        if max_neighbours is None or size <= max_neighbours:
-            return np.arange(size)
-        return np.sort(rng.choice(size, max_neighbours, replace=False))
-
-    def wt(r: int) -> float:
-        return min(1.0, c / r) if has_ids else min(1.0, c)
-
-    rec_sample = pick(n)
-    person_sample = pick(uniq.size) if has_ids else np.zeros(0, dtype=np.int64)
-    bound = contribution_bound(c, has_ids)
-    out = []
-    for q in queries:
-        shape = tuple(data.domain[a].size for a in q.clique)
-        cells = np.ravel_multi_index(tuple(data.column(a).astype(np.intp) for a in q.clique), shape)
-        ncell = int(np.prod(shape, dtype=np.int64))
-        nb = _Neighbours(ncell)
-        add, add_cells = nb.add, nb.add_cells
-        for i in rec_sample:  # remove one record (its person's other records re-weighted)
-            recs = members[inv[i]]
-            r = recs.size
-            others = recs[recs != i] if has_ids else recs[:0]
-            add(np.r_[cells[i], cells[others]], np.r_[w[i], np.full(others.size, wt(r) - wt(r - 1) if r > 1 else 0.0)],
-                f"remove record {int(i)}")  # fmt: skip
-        add_cells(-wt(1), lambda x: f"add record (new person) in cell {x}")
-        if has_ids:
-            for p in person_sample[: max(10, person_sample.size // 10)]:  # add one record to an existing person
-                recs = members[p]
-                r = recs.size
-                xs = np.arange(ncell) if ncell <= 64 else rng.choice(ncell, 64, replace=False)
-                for x in xs:
-                    add(np.r_[x, cells[recs]], np.r_[-wt(r + 1), np.full(r, wt(r) - wt(r + 1))],
-                        f"add record of person {_plain(uniq[p])!r} in cell {int(x)}")  # fmt: skip
-            for p in person_sample:  # remove a whole person
-                recs = members[p]
-                add(cells[recs], w[recs], f"remove person {_plain(uniq[p])!r}")
-            for r in range(1, math.ceil(c) + 2):  # add a person with R records, all in one cell
-                add_cells(-r * wt(r), lambda x, r=r: f"add person with {r} records in cell {x}")
-        change, label = nb.evaluate(q.matrix)
-        j = int(np.argmax(change))
-        b = bound * float(column_norms(q.matrix).max())
-        out.append(
-            {
-                "clique": q.clique,
-                "neighbours": int(change.size),
-                "max_change": float(change[j]),
-                "bound": b,
-                "ratio": float(change[j]) / b,
-                "worst": label(j),
-            }
-        )
-    return out
-
-
 # ----------------------------------------------------------------------------- the mechanism
 @dataclass(frozen=True)
 class AdaptiveGrid:
-    """The adaptive-granularity mechanism (AGM, all sections; NOTES §5).
+    """The adaptive-granularity mechanism (AGM, all sections; docs/notes/adaptive_grid.md).
 
-    Parameters (hyperparameters; the budget split is uniform: every marginal of the
-    closure is one Gaussian measurement with the same ``sigma``, as in AGM)
+    The budget split is uniform: every marginal of the closure is one Gaussian
+    measurement with the same ``sigma``, as in AGM.
+
+    Parameters
     ----------
     marginals:
         Outer-level attribute sets (AGM "Marginal Selection"); their downward
@@ -587,6 +460,34 @@ class AdaptiveGrid:
         Cor. 3.3, Cor. 2.13), via :func:`~margsynth.privacy.accounting.gdp_sigma`."""
         return gdp_sigma(epsilon, delta, sensitivity=bound, compositions=measurements)
 
+    # ------------------------------------------------------------------ validate
+    def validate(
+        self,
+        data: Dataset,
+        epsilon: float,
+        delta: float,
+        *,
+        rng: Any = NO_RNG,
+        person_ids: np.ndarray | Sequence | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Every check of :meth:`run` — privacy parameters, rng, data, person ids, the
+        marginals' attribute names — before any noise (``ValueError`` on bad input)."""
+        if kwargs:
+            raise ValueError(f"unexpected keyword argument(s) {sorted(kwargs)}")
+        check_run_inputs(data, epsilon, delta, rng)
+        if data.weights is not None:
+            raise ValueError("data already carries record weights; the adaptive grid sets its own clipping weights")
+        domain = data.domain
+        if self.person_column is not None:
+            if person_ids is not None:
+                raise ValueError("give person ids either as person_column or as person_ids=, not both")
+            domain.check_attrs((self.person_column,), "person_column")
+            domain = domain.project([a for a in domain.names if a != self.person_column])
+        elif person_ids is not None:
+            clipping_weights(person_ids, self.clip, len(data))
+        self.select(domain)
+
     # ------------------------------------------------------------------ run
     def run(
         self,
@@ -606,27 +507,14 @@ class AdaptiveGrid:
         range), ``measurements`` (per marginal), ``sensitivity`` (the run-time
         column-norm check), ``sigma``, ``mu`` and ``marginals`` (the closure).
         """
-        if kwargs:
-            raise ValueError(f"unexpected keyword argument(s) {sorted(kwargs)}")
-        check_privacy_params(epsilon, delta)
-        if not isinstance(rng, np.random.Generator):
-            raise ValueError(f"rng must be an explicit numpy.random.Generator, got {type(rng).__name__}")
-        if not isinstance(data, Dataset):
-            raise ValueError(f"data must be a Dataset, got {type(data).__name__}")
-        from ..inference.pgm import Measurement, estimate
-
+        self.validate(data, epsilon, delta, rng=rng, person_ids=person_ids, **kwargs)
         times: dict[str, float] = {}
         t0 = time.perf_counter()
         # -- preprocess: person ids and clipping weights (AGM "Data preprocessing")
         if self.person_column is not None:
-            if person_ids is not None:
-                raise ValueError("give person ids either as person_column or as person_ids=, not both")
             person_ids = np.asarray(data.column(self.person_column))
-            keep = [a for a in data.domain.names if a != self.person_column]
-            data = data.project(keep)
+            data = data.project([a for a in data.domain.names if a != self.person_column])
         has_ids = person_ids is not None
-        if data.weights is not None:
-            raise ValueError("data already carries record weights; the adaptive grid sets its own clipping weights")
         weights = clipping_weights(person_ids, self.clip, len(data))
         bound = contribution_bound(self.clip, has_ids)
         weighted = Dataset._trusted(data.codes, data.domain, weights if np.any(weights != 1.0) else None)

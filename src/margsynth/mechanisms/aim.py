@@ -1,5 +1,7 @@
 """AIM — the adaptive, workload-aware mechanism (McKenna, Mullins, Sheldon & Miklau,
-VLDB 2022; ``../shared/design/NOTES.md`` §3), on our Private-PGM engine and ledger.
+"AIM: An Adaptive and Iterative Mechanism for Differentially Private Synthetic Data",
+PVLDB 15(11), 2022, arXiv:2201.12677; see docs/notes/aim.md), on our Private-PGM engine
+and ledger.
 
 Workload ``W`` (default: every 3-way marginal, weight 1). Candidates are the downward
 closure of ``W``; candidate ``r`` has weight ``w_r = Σ_{s∈W} |r ∩ s|`` (AIM §4,
@@ -35,6 +37,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -42,7 +45,7 @@ from ..dataset import Dataset
 from ..domain import Domain
 from ..inference.pgm import Measurement, estimate, junction_tree_size
 from ..privacy import BudgetLedger, exponential_mechanism, gaussian_mechanism
-from .base import SynthesisResult, check_run_inputs
+from .base import NO_RNG, SynthesisResult, check_conversion, check_positive_int, check_run_inputs
 
 __all__ = ["AIM", "all_kway", "workload_candidates"]
 
@@ -92,6 +95,9 @@ class AIM:
         Private-PGM iterations per round (1000) and for the final model (2500).
     conversion:
         zCDP → (ε, δ) conversion for ρ (``"cks"``, as the authors; or ``"prop4"``).
+    alpha:
+        The budget split of every round: share ``alpha`` of it measures (Gaussian), the
+        rest ``1 - alpha`` selects (exponential mechanism); 0.9 in AIM Alg. 2.
     """
 
     workload: tuple | None = None
@@ -102,6 +108,7 @@ class AIM:
     conversion: str = "cks"
     synthetic_records: int | None = None
     verbose: bool = False
+    alpha: float = ALPHA
 
     name = "aim"
 
@@ -115,9 +122,11 @@ class AIM:
         if not (math.isfinite(self.max_model_size) and self.max_model_size > 0):
             raise ValueError(f"max_model_size must be > 0 (MB), got {self.max_model_size!r}")
         for f in ("iters", "final_iters"):
-            v = getattr(self, f)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{f} must be a positive integer, got {v!r}")
+            check_positive_int(f, getattr(self, f))
+        check_conversion(self.conversion)
+        a = self.alpha
+        if isinstance(a, bool) or not isinstance(a, (int, float)) or not 0 < a < 1:
+            raise ValueError(f"alpha (measurement share of each round) must be in (0, 1), got {a!r}")
 
     def parameters(self) -> dict:
         return {
@@ -130,6 +139,7 @@ class AIM:
             "final_iters": self.final_iters,
             "conversion": self.conversion,
             "synthetic_records": self.synthetic_records,
+            "alpha": self.alpha,
         }
 
     def compiled_workload(self, domain: Domain) -> list[tuple[tuple[str, ...], float]]:
@@ -152,10 +162,21 @@ class AIM:
             raise ValueError("workload is empty")
         return out
 
-    def run(
-        self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, **_: object
-    ) -> SynthesisResult:
+    def validate(
+        self, data: Dataset, epsilon: float, delta: float, *, rng: Any = NO_RNG, **_: object
+    ) -> None:
+        """All checks of :meth:`run` (privacy parameters, rng, data, workload, rounds), before any noise."""
         check_run_inputs(data, epsilon, delta, rng)
+        self.compiled_workload(data.domain)
+        T = self.rounds or 16 * len(data.domain)
+        if T < len(data.domain):
+            # the d one-way measurements alone cost d * 0.9 rho / T: T < d leaves nothing for the rounds
+            raise ValueError(f"rounds must be >= the number of attributes ({len(data.domain)}), got {T}")
+
+    def run(
+        self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, **kw: object
+    ) -> SynthesisResult:
+        self.validate(data, epsilon, delta, rng=rng, **kw)
         dom = data.domain
         workload = self.compiled_workload(dom)
         t0 = time.perf_counter()
@@ -163,13 +184,10 @@ class AIM:
         ledger = BudgetLedger.from_dp(epsilon, delta, conversion=self.conversion)
         rho = ledger.total
         T = self.rounds or 16 * len(dom)
-        if T < len(dom):
-            # the d one-way measurements alone cost d * 0.9 rho / T: T < d leaves nothing for the rounds
-            raise ValueError(f"rounds must be >= the number of attributes ({len(dom)}), got {T}")
         candidates = workload_candidates(dom, workload)
         answers = {c: data.marginal(c, flatten=True).astype(np.float64) for c in candidates}
-        sigma = math.sqrt(T / (2 * ALPHA * rho))
-        eps = math.sqrt(8 * (1 - ALPHA) * rho / T)
+        sigma = math.sqrt(T / (2 * self.alpha * rho))
+        eps = math.sqrt(8 * (1 - self.alpha) * rho / T)
 
         # MEASURE the one-way marginals
         measurements: list[Measurement] = []
@@ -190,8 +208,8 @@ class AIM:
             t += 1
             if ledger.remaining < 2 * (0.5 / sigma**2 + eps**2 / 8):
                 rem = ledger.remaining
-                sigma = math.sqrt(1 / (2 * ALPHA * rem))
-                eps = math.sqrt(8 * (1 - ALPHA) * rem)
+                sigma = math.sqrt(1 / (2 * self.alpha * rem))
+                eps = math.sqrt(8 * (1 - self.alpha) * rem)
                 terminate = True
             spent_after = ledger.spent + eps**2 / 8 + 0.5 / sigma**2
             size_limit = self.max_model_size * spent_after / rho

@@ -14,13 +14,14 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
 from ..dataset import Dataset
 from ..inference.pgm import estimate
 from ..privacy import BudgetLedger, measure_marginals
-from .base import SynthesisResult, check_run_inputs
+from .base import NO_RNG, SynthesisResult, check_conversion, check_positive_int, check_run_inputs
 from .compression import noisy_marginal_measurement
 
 __all__ = ["Independent"]
@@ -36,16 +37,28 @@ class Independent:
 
     name = "independent"
 
-    def run(
-        self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, **_: object
-    ) -> SynthesisResult:
+    def __post_init__(self) -> None:
+        check_conversion(self.conversion)
+        check_positive_int("iters", self.iters)
+
+    def validate(
+        self, data: Dataset, epsilon: float, delta: float, *, rng: Any = NO_RNG, **_: object
+    ) -> None:
+        """Every check of :meth:`run`, before any noise (``ValueError`` on bad input)."""
         check_run_inputs(data, epsilon, delta, rng)
+
+    def run(
+        self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, **kw: object
+    ) -> SynthesisResult:
+        self.validate(data, epsilon, delta, rng=rng, **kw)
         t0 = time.perf_counter()
         ledger = BudgetLedger.from_dp(epsilon, delta, conversion=self.conversion)
         sigma = math.sqrt(1.0 / (2.0 * ledger.total))
+        # SELECT: every one-way marginal (no budget). MEASURE: all of it on them.
         log = measure_marginals(
             data, [((a,), 1.0) for a in data.domain.names], sigma, rng, ledger=ledger, label="measure 1-way"
         )
+        # GENERATE: Private-PGM's independence model, Algorithms 7-8
         model = estimate(data.domain, [noisy_marginal_measurement(m) for m in log], iters=self.iters)
         synth = model.synthetic_data(self.synthetic_records, rng=rng)
         return SynthesisResult.from_ledger(

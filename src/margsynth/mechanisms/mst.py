@@ -39,8 +39,10 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
+from scipy.cluster.hierarchy import DisjointSet
 
 from ..dataset import Dataset
 from ..domain import Domain
@@ -49,41 +51,13 @@ from ..inference.gum import GUM
 from ..inference.pgm import GraphicalModel, Measurement, estimate
 from ..privacy import BudgetLedger, exponential_mechanism, measure_marginals
 from ..privacy.accounting import exponential_epsilon
-from .base import SynthesisResult, check_run_inputs
+from .base import NO_RNG, SynthesisResult, check_conversion, check_positive_int, check_run_inputs
 from .compression import Compression, compress_domain, noisy_marginal_measurement
 
-__all__ = ["GENERATORS", "MST", "DisjointSet", "check_cliques", "consistent_targets", "pair_errors", "private_kruskal"]
+__all__ = ["GENERATORS", "MST", "check_cliques", "consistent_targets", "pair_errors", "private_kruskal"]
 
 #: Generators of MST's GENERATE step: Private-PGM (§4, the paper's) or PrivSyn's GUM.
 GENERATORS = ("pgm", "gum")
-
-
-class DisjointSet:
-    """Union-find over attribute names (connected components of Algorithm 6's graph G)."""
-
-    def __init__(self, items: Sequence[str]) -> None:
-        self.parent = {a: a for a in items}
-
-    def find(self, a: str) -> str:
-        root = a
-        while self.parent[root] != root:
-            root = self.parent[root]
-        while self.parent[a] != root:
-            self.parent[a], a = root, self.parent[a]
-        return root
-
-    def union(self, a: str, b: str) -> bool:
-        ra, rb = self.find(a), self.find(b)
-        if ra == rb:
-            return False
-        self.parent[rb] = ra
-        return True
-
-    def connected(self, a: str, b: str) -> bool:
-        return self.find(a) == self.find(b)
-
-    def components(self) -> int:
-        return len({self.find(a) for a in self.parent})
 
 
 def check_cliques(domain: Domain, cliques: Sequence[Sequence[str]], what: str) -> tuple[tuple[str, ...], ...]:
@@ -178,8 +152,8 @@ def private_kruskal(
     ds = DisjointSet(names)
     for c in initial:
         for a, b in zip(c, c[1:]):
-            ds.union(a, b)
-    r = ds.components()
+            ds.merge(a, b)
+    r = ds.n_subsets
     if r <= 1:
         return []
     eps = exponential_epsilon(rho / (r - 1))  # sqrt(8 rho / (r-1))
@@ -194,7 +168,7 @@ def private_kruskal(
             sc, epsilon=eps, sensitivity=1.0, rng=rng, ledger=ledger, label=f"{label} {step + 1}/{r - 1}"
         )
         a, b = cand[idx]
-        ds.union(a, b)
+        ds.merge(a, b)
         chosen.append((a, b))
     return chosen
 
@@ -259,9 +233,8 @@ class MST:
         if not math.isclose(sum(shares), 1.0, rel_tol=1e-9):
             raise ValueError(f"budget shares must sum to 1, got {shares} (sum {sum(shares)})")
         for f in ("select_iters", "iters"):
-            v = getattr(self, f)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{f} must be a positive integer, got {v!r}")
+            check_positive_int(f, getattr(self, f))
+        check_conversion(self.conversion)
         if self.generator not in GENERATORS:
             raise ValueError(f"generator must be one of {GENERATORS}, got {self.generator!r}")
         if not isinstance(self.gum, GUM):
@@ -277,14 +250,13 @@ class MST:
         p["clique_weights"] = [[list(c), w] for c, w in self.clique_weights]
         return p
 
-    def validate(self, data: Dataset) -> None:
-        """All checks that need the data, done before any noise is drawn."""
-        if not isinstance(data, Dataset):
-            raise ValueError(f"data must be a Dataset, got {type(data).__name__}")
+    def validate(
+        self, data: Dataset, epsilon: float, delta: float, *, rng: Any = NO_RNG, **_: object
+    ) -> None:
+        """All checks of :meth:`run` (privacy parameters, rng, data, cliques), before any noise."""
+        check_run_inputs(data, epsilon, delta, rng)
         if len(data.domain) < 2:
             raise ValueError(f"MST needs at least 2 attributes, domain has {len(data.domain)}")
-        if len(data) == 0:
-            raise ValueError("data has no records")
         init = check_cliques(data.domain, self.initial_cliques, "initial_cliques")
         for c in init:
             if len(c) != 2:
@@ -293,10 +265,9 @@ class MST:
         check_cliques(data.domain, [c for c, _ in self.clique_weights], "clique_weights")
 
     def run(
-        self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, **_: object
+        self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, **kw: object
     ) -> SynthesisResult:
-        check_run_inputs(None, epsilon, delta, rng)
-        self.validate(data)
+        self.validate(data, epsilon, delta, rng=rng, **kw)
         times: dict[str, float] = {}
         t0 = time.perf_counter()
         ledger = BudgetLedger.from_dp(epsilon, delta, conversion=self.conversion)
@@ -347,16 +318,13 @@ class MST:
         synth = comp.reverse(synth, rng)
         times["generate"] = time.perf_counter() - t4
         times["total"] = time.perf_counter() - t0
-        eps_spent, delta_spent = ledger.spent_dp()
-        return SynthesisResult(
-            synthetic=synth,
-            mechanism=self.name,
-            parameters=self.parameters(),
-            epsilon=eps_spent,
-            delta=delta_spent,
-            ledger=ledger.records(),
-            seconds=times,
-            extras={
+        return SynthesisResult.from_ledger(
+            synth,
+            self.name,
+            self.parameters(),
+            ledger,
+            times,
+            {
                 "rho": rho,
                 "sigma_oneway": sigma1,
                 "sigma_selected": sigma2,
@@ -366,7 +334,6 @@ class MST:
                 "compression_map": comp,
                 "log_oneway": log1,
                 "log_selected": log2,
-                "ledger": ledger.to_dict(),
                 "model_stats": {k: v for k, v in model.stats.items() if k != "loss_history"},
             },
         )
@@ -388,22 +355,18 @@ class MST:
         synth = comp.reverse(gen.synthetic, rng)
         times["generate"] = time.perf_counter() - t4
         times["total"] = time.perf_counter() - t0
-        eps_spent, delta_spent = ledger.spent_dp()
-        return SynthesisResult(
-            synthetic=synth,
-            mechanism="mst-gum",
-            parameters=self.parameters(),
-            epsilon=eps_spent,
-            delta=delta_spent,
-            ledger=ledger.records(),
-            seconds=times,
-            extras={
+        return SynthesisResult.from_ledger(
+            synth,
+            "mst-gum",
+            self.parameters(),
+            ledger,
+            times,
+            {
                 **extras,
                 "compression": comp.summary(),
                 "compression_map": comp,
                 "log_oneway": log1,
                 "log_selected": log2,
-                "ledger": ledger.to_dict(),
                 "consistency_iterations": cons_iters,
                 "n_estimate": int(n),
                 "gum_trace": gen.trace,
@@ -417,8 +380,7 @@ class MST:
         """Steps 1–4 only (calibrate, one-way measurements, compression, Algorithm 6): the pairs
         MST would measure — what the paper's selection-quality table logs. Spends the
         one-way and selection shares of the budget."""
-        check_run_inputs(None, epsilon, delta, rng)
-        self.validate(data)
+        self.validate(data, epsilon, delta, rng=rng)
         ledger = BudgetLedger.from_dp(epsilon, delta, conversion=self.conversion)
         sigma1 = math.sqrt(1.0 / (2.0 * ledger.portion(self.oneway_share)))
         names = data.domain.names

@@ -1,9 +1,11 @@
-"""PrivSyn (Zhang, Wang, Li, Honorio, Backes, He, Chen, Zhang, USENIX Security 2021).
+"""PrivSyn (Zhang, Wang, Li, Honorio, Backes, He, Chen & Zhang, "PrivSyn: Differentially
+Private Data Synthesis", USENIX Security 2021, arXiv:2012.15128; the parts the paper
+excerpt leaves out are in docs/notes/privsyn.md).
 
 The mechanism reads SELECT / MEASURE / GENERATE:
 
 SELECT
-    1. **Noisy InDif** of every attribute pair ``(a, b)`` (NOTES §2):
+    1. **Noisy InDif** of every attribute pair ``(a, b)`` (docs/notes/privsyn.md):
        ``InDif(a, b) = Σ_{x,y} |c(a=x, b=y) - c(a=x) c(b=y) / n|``. One record
        changes it by at most 4, so it is released with Gaussian noise of
        sensitivity ``4k`` (``k`` = records per person, below), from a share
@@ -75,7 +77,7 @@ from ..inference.gum import GUM
 from ..inference.pgm import Measurement, ModelTooLargeError, estimate, junction_tree_size
 from ..privacy import BudgetLedger, NoisyMarginal, gaussian_mechanism
 from ..privacy.accounting import gaussian_sigma
-from .base import SynthesisResult, check_privacy_params
+from .base import NO_RNG, SynthesisResult, check_conversion, check_run_inputs
 
 __all__ = [
     "GENERATORS",
@@ -93,7 +95,7 @@ __all__ = [
     "truncate_contributions",
 ]
 
-#: L2 (= absolute) sensitivity of one pair's InDif to one record (NOTES §2).
+#: L2 (= absolute) sensitivity of one pair's InDif to one record (docs/notes/privsyn.md).
 INDIF_SENSITIVITY = 4.0
 _ONE_WAY = ("uncovered", "all", "none")
 #: PrivSyn's generators: GUM (§5.2, the paper's) or Private-PGM on the same marginals.
@@ -102,7 +104,7 @@ GENERATORS = ("gum", "pgm")
 
 # ----------------------------------------------------------------------------- InDif
 def indif(data: Dataset, a: str, b: str) -> float:
-    """PrivSyn's InDif of the pair ``(a, b)`` (§4, the dependency measure; NOTES §2):
+    """PrivSyn's InDif of the pair ``(a, b)`` (§4, the dependency measure; docs/notes/privsyn.md):
     ``Σ_{x,y} |c(x, y) - c(x) c(y) / n|`` -- the L1 distance of the 2-way marginal
     from the product of its 1-way marginals, in counts. Sensitivity 4 per record.
 
@@ -156,7 +158,7 @@ def allocate_budget(cells: Sequence[float], rho: float) -> np.ndarray:
 
 def noise_error(cells: Sequence[float], rhos: Sequence[float], sensitivity: float = 1.0) -> np.ndarray:
     """Expected L1 noise error of each marginal, ``c_i Δ sqrt(1/(π ρ_i))`` (Algorithm 1
-    line 5; NOTES §2): ``c_i`` cells with Gaussian noise ``σ_i = Δ/sqrt(2ρ_i)``, whose
+    line 5; docs/notes/privsyn.md): ``c_i`` cells with Gaussian noise ``σ_i = Δ/sqrt(2ρ_i)``, whose
     mean absolute value is ``σ_i sqrt(2/π)``."""
     c = _check_cells(cells)
     r = np.asarray(rhos, dtype=np.float64)
@@ -426,7 +428,7 @@ class PrivSyn:
     consistency_iterations:
         Upper bound on the (consistency, non-negativity) passes of §4.3.
     nonnegativity:
-        ``"project"`` (§4.3's minimal-L2 projection, NOTES §2; default) or ``"cut"``
+        ``"project"`` (§4.3's minimal-L2 projection, docs/notes/privsyn.md; default) or ``"cut"``
         (zero the smallest cells, as the authors' public code finishes); see
         :func:`~margsynth.inference.consistency.make_consistent`.
     gum:
@@ -477,6 +479,7 @@ class PrivSyn:
         it = self.consistency_iterations
         if isinstance(it, bool) or not isinstance(it, int) or it < 1:
             raise ValueError(f"consistency_iterations must be a positive integer, got {it!r}")
+        check_conversion(self.conversion)
         if self.nonnegativity not in ("project", "cut"):
             raise ValueError(f"nonnegativity must be 'project' or 'cut', got {self.nonnegativity!r}")
         if not isinstance(self.gum, GUM):
@@ -489,6 +492,24 @@ class PrivSyn:
         mb = self.pgm_memory_limit_mb
         if isinstance(mb, bool) or not isinstance(mb, (int, float)) or not np.isfinite(mb) or mb <= 0:
             raise ValueError(f"pgm_memory_limit_mb must be a finite number > 0, got {mb!r}")
+
+    # ------------------------------------------------------------------ validate
+    def validate(
+        self,
+        data: Dataset,
+        epsilon: float,
+        delta: float,
+        *,
+        rng: Any = NO_RNG,
+        person_ids: np.ndarray | None = None,
+        **_: object,
+    ) -> None:
+        """Every check of :meth:`run` (privacy parameters, rng, data, person ids), before any noise."""
+        check_run_inputs(data, epsilon, delta, rng)
+        if data.weights is not None:
+            raise ValueError("PrivSyn takes unweighted records (one per row)")
+        if person_ids is not None and np.shape(person_ids) != (len(data),):
+            raise ValueError(f"person_ids has shape {np.shape(person_ids)}, expected ({len(data)},)")
 
     # ------------------------------------------------------------------ SELECT + MEASURE
     def measure(
@@ -503,13 +524,7 @@ class PrivSyn:
         """Noisy InDif, Algorithm 1, Algorithm 2, Eq. 1, Gaussian measurement and the
         §4.3 post-processing. Every noisy quantity is charged to a fresh
         :class:`~margsynth.privacy.BudgetLedger` holding the largest ρ that is (ε, δ)-DP."""
-        check_privacy_params(epsilon, delta)
-        if not isinstance(data, Dataset):
-            raise ValueError(f"data must be a Dataset, got {type(data).__name__}")
-        if not isinstance(rng, np.random.Generator):
-            raise ValueError(f"rng must be an explicit numpy.random.Generator, got {type(rng).__name__}")
-        if data.weights is not None:
-            raise ValueError("PrivSyn takes unweighted records (one per row)")
+        self.validate(data, epsilon, delta, rng=rng, person_ids=person_ids)
         k = self.max_records_per_person
         if person_ids is not None:
             data = truncate_contributions(data, person_ids, k, rng)
@@ -602,6 +617,7 @@ class PrivSyn:
         rng: np.random.Generator,
         *,
         person_ids: np.ndarray | None = None,
+        **kw: object,
     ) -> SynthesisResult:
         """SELECT / MEASURE (:meth:`measure`) then GENERATE with GUM (or Private-PGM).
 
@@ -612,6 +628,7 @@ class PrivSyn:
         ``model_stats`` and ``junction_tree_mb`` instead) and the
         :class:`PrivSynMeasurement` (``measurement``).
         """
+        self.validate(data, epsilon, delta, rng=rng, person_ids=person_ids, **kw)
         meas = self.measure(data, epsilon, delta, rng, person_ids=person_ids)
         t0 = time.perf_counter()
         extras: dict[str, Any] = {}
@@ -630,17 +647,13 @@ class PrivSyn:
             )
         seconds = dict(meas.seconds)
         seconds["generate"] = time.perf_counter() - t0
-        eps_spent, d = meas.ledger.spent_dp()
-        params = asdict(self)
-        return SynthesisResult(
-            synthetic=synthetic,
-            mechanism="privsyn" if self.generator == "gum" else "privsyn-pgm",
-            parameters=params,
-            epsilon=eps_spent,
-            delta=d,
-            ledger=meas.ledger.report().to_dict("records"),
-            seconds=seconds,
-            extras={
+        return SynthesisResult.from_ledger(
+            synthetic,
+            "privsyn" if self.generator == "gum" else "privsyn-pgm",
+            asdict(self),
+            meas.ledger,
+            seconds,
+            {
                 "selection": meas.selection.to_frame(meas.pairs) if meas.selection is not None else None,
                 "selected_pairs": meas.selected_pairs,
                 "cliques": meas.cliques,

@@ -1,8 +1,9 @@
 """Mechanism registry: name → factory, with presets. What ``margsynth synth NAME`` runs.
 
 A factory is any callable returning an object with the mechanism protocol
-(:class:`~margsynth.mechanisms.base.Mechanism`: ``run(data, epsilon, delta, rng, **kw)
--> SynthesisResult``). Factories are given as ``"module:attribute"`` strings and
+(:class:`~margsynth.mechanisms.base.Mechanism`: ``validate(data, epsilon, delta, **kw)``,
+which makes every check without drawing noise, and ``run(data, epsilon, delta, rng,
+**kw) -> SynthesisResult``). Factories are given as ``"module:attribute"`` strings and
 imported on first use, so registering a mechanism costs nothing (and PrivPGD's
 torch is imported only when PrivPGD runs). Another mechanism plugs in with one
 line, e.g.::

@@ -6,7 +6,7 @@ A :class:`BudgetLedger` holds a total budget in one *currency*:
   applied at every Rényi order); the final (ε, δ) follows from Prop. 4 or, optionally,
   the Canonne–Kamath–Steinke 2020 conversion (see :mod:`margsynth.privacy.accounting`).
 - ``"gdp"`` — μ of Gaussian DP (Dong, Roth & Su 2019). Costs compose as
-  ``sqrt(Σ μ_i²)`` (Cor. 3.3); the final (ε, δ) follows from Cor. 2.13 (NOTES §5).
+  ``sqrt(Σ μ_i²)`` (Cor. 3.3); the final (ε, δ) follows from Cor. 2.13.
 
 Each measurement or selection is recorded with :meth:`BudgetLedger.charge` *before*
 its noise is drawn; a charge that would overspend raises ``ValueError`` and leaves the
@@ -77,6 +77,8 @@ class BudgetLedger:
     epsilon:
         The target ε the total was derived from, kept for the report only.
 
+    Examples
+    --------
     >>> led = BudgetLedger.from_dp(1.0, 1e-9)
     >>> c = led.charge("gaussian", led.cost("gaussian", sigma=20.0, sensitivity=1.0), "one-way",
     ...                sigma=20.0, sensitivity=1.0)

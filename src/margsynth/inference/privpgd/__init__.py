@@ -13,7 +13,7 @@ from .constraints import ThresholdConstraint, ThresholdPenalty
 from .embedding import attribute_centres, clique_centres, embed, nearest_codes
 from .finalize import finalize
 from .generator import PRESETS, PrivPGD, resolve_device
-from .optimization import optimize_particles
+from .optimization import OptimizerConfig, optimize_particles
 from .projection import project_measures
 from .quantization import quantize
 from .slicing import DirectionBank, directions, sliced_wasserstein, w1_cdf, w2_squared_sorted
@@ -21,6 +21,7 @@ from .slicing import DirectionBank, directions, sliced_wasserstein, w1_cdf, w2_s
 __all__ = [
     "PRESETS",
     "DirectionBank",
+    "OptimizerConfig",
     "PrivPGD",
     "ThresholdConstraint",
     "ThresholdPenalty",

@@ -18,7 +18,7 @@ text, the authors' description in §4.1 and the particle-GD / sliced-W literatur
 
 * Eq. 4   e_i(k) = (2k+1)/(2 n_i)  (bin midpoints in [0,1], order preserving)
 * Eq. 1   SW_p^p(mu, nu) = E_{theta ~ U(S^{k-1})} W_p^p(theta#mu, theta#nu)
-* Eq. 3   W_1(alpha, beta) = int |F_alpha - F_beta| dt   (Vallender; extends to signed)
+* Eq. 3   W_1(alpha, beta) = ``int |F_alpha - F_beta| dt``   (Vallender; extends to signed)
 * Eq. 5   p_C = argmin_{p in simplex} SW_1(p, y_C / n~),   n~ = mean_C sum y_C
 * Eq. 6   n_k = largest-remainder rounding of N p_k,  nu_C = (1/N) sum_k n_k delta_{c_k}
 * Eq. 7   min_X sum_C SW_2^2(X_C, nu_C) + gamma R(X)
@@ -68,12 +68,13 @@ import itertools
 import math
 import time
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 import numpy as np
 import torch
 
 from ...dataset import Dataset
-from ...mechanisms.base import SynthesisResult, check_privacy_params
+from ...mechanisms.base import NO_RNG, SynthesisResult, check_run_inputs
 from ...privacy import BudgetLedger, gaussian_mechanism, measure_marginals
 from ...privacy.accounting import gaussian_sigma
 from .constraints import ThresholdConstraint, ThresholdPenalty
@@ -222,19 +223,25 @@ class PrivPGD:
         return replace(PRESETS[preset], **overrides)
 
     # ------------------------------------------------------------------ run
-    def run(self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, device: str = "cpu") -> SynthesisResult:
-        """Synthesise ``n_particles`` records from ``data`` under (``epsilon``, ``delta``)-DP.
-
-        Raises ``ValueError`` for a non-Dataset, an attribute of size 1, codes that do not
-        match the domain, bad privacy parameters, a non-Generator ``rng`` or a bad device.
-        """
-        dev = resolve_device(device)
+    def validate(
+        self, data: Dataset, epsilon: float, delta: float, *, rng: Any = NO_RNG, device: str = "cpu", **_: object
+    ) -> None:
+        """Every check of :meth:`run`, before any noise: ``ValueError`` for bad privacy
+        parameters, a non-Generator ``rng``, a non-Dataset, an attribute of size 1, codes
+        that do not match the domain, a degree above the number of attributes or a bad device."""
+        resolve_device(device)
         _check_data(data)
-        check_privacy_params(epsilon, delta)
-        if not isinstance(rng, np.random.Generator):
-            raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+        check_run_inputs(data, epsilon, delta, rng)
         if self.degree > len(data.domain):
             raise ValueError(f"degree {self.degree} exceeds the number of attributes ({len(data.domain)})")
+
+    def run(
+        self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, device: str = "cpu", **kw: object
+    ) -> SynthesisResult:
+        """Synthesise ``n_particles`` records from ``data`` under (``epsilon``, ``delta``)-DP
+        (:meth:`validate` first)."""
+        self.validate(data, epsilon, delta, rng=rng, device=device, **kw)
+        dev = resolve_device(device)
         old_threads = torch.get_num_threads()
         if self.threads is not None:
             torch.set_num_threads(self.threads)
@@ -310,7 +317,6 @@ class PrivPGD:
         synth = finalize(Xt.T, domain)
         seconds["finalize"] = time.perf_counter() - t1
         seconds["total"] = time.perf_counter() - t0
-        spent_eps, spent_delta = ledger.spent_dp()
         params = asdict(self)
         if self.constraint is not None:
             params["constraint"] = {"weights": dict(self.constraint.weights), "tau": self.constraint.tau,
@@ -331,10 +337,7 @@ class PrivPGD:
             extras["constraint_target"] = constraint_target
         if penalty is not None:
             extras["constraint_smooth_answer"] = penalty.smooth_answer(Xt)
-        return SynthesisResult(
-            synthetic=synth, mechanism="privpgd", parameters=params, epsilon=spent_eps, delta=spent_delta,
-            ledger=ledger.records(), seconds=seconds, extras=extras,
-        )
+        return SynthesisResult.from_ledger(synth, "privpgd", params, ledger, seconds, extras)
 
 
 def _check_data(data: Dataset) -> None:
