@@ -535,3 +535,12 @@ def test_mgd_refuses_undefined_or_overflowing_totals(toy, baltimore_schema, caps
     err = capsys.readouterr().err
     line = [x for x in err.splitlines() if x.startswith("margsynth mgd: error")]
     assert len(line) == 1 and message in line[0] and "negative" not in line[0] and "--truth" in line[0], err
+
+
+def test_a_registered_name_wins_over_a_folder_of_that_name(tmp_path, monkeypatch):
+    from margsynth.commands._inputs import is_file_arg
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "titanic").mkdir()
+    (tmp_path / "mine").mkdir()
+    assert not is_file_arg("titanic") and is_file_arg("mine") and is_file_arg("./titanic")

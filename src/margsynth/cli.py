@@ -119,6 +119,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with _sigterm_raises():
             return int(args.func(args) or 0)
+    except BrokenPipeError:  # the reader of our output went away (`margsynth data list | head -1`)
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - nothing more may reach the closed pipe at exit
+        return 1
     except Terminated:
         print(f"{prefix}: terminated", file=sys.stderr)
         return 128 + signal.SIGTERM

@@ -106,7 +106,13 @@ def read_csv_dataset(option: str, value: str | Path, domain):
 
 
 def is_file_arg(arg: str) -> bool:
-    return arg.endswith((".csv", ".zip", ".CSV")) or "/" in arg or Path(arg).exists()
+    """Whether ``--dataset``/``--public`` names a file (or a folder given by mistake) rather than a
+    registered dataset; a registered name wins over a folder of the same name in the working directory."""
+    from ..data import RECORD_DATASETS
+
+    if arg.endswith((".csv", ".zip", ".CSV")) or "/" in arg or Path(arg).is_file():
+        return True
+    return Path(arg).exists() and arg not in RECORD_DATASETS
 
 
 def use_registered(name: str, allow_surrogate: bool) -> tuple[str, dict[str, str]]:
