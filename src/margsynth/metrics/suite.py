@@ -18,7 +18,7 @@ over the same domain, lower is better. Names are stable — users script against
                             within every (sex, city) group of :func:`designated_triple`
 ==========================  ===============================================================
 
-(TV of two count tables = ``½ Σ |p − q|`` after normalising each to sum 1; NIST criteria
+(TV: :func:`margsynth.metrics.marginal.tv_distance`, defined there; NIST criteria
 from :mod:`margsynth.metrics.nist2018`; how we score them: docs/notes/nist2018.md.)
 
 Other modules add theirs: ``margsynth.metrics.evaluation.EVALUATION_METRICS`` (same
@@ -30,6 +30,7 @@ the same number). :func:`register_metric` adds one more.
 
 from __future__ import annotations
 
+import importlib
 import itertools
 from collections.abc import Callable, Sequence
 
@@ -165,7 +166,6 @@ def _merge_plugins() -> None:
     if _merged:
         return
     _merged = True
-    import importlib
 
     try:
         evaluation = importlib.import_module(f"{__package__}.evaluation")

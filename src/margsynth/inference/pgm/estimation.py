@@ -54,6 +54,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from ...domain import Domain
 from .factor import align
@@ -461,8 +462,6 @@ def _descend(s: _Iterate, step: Callable[[_Iterate, int], bool], iters: int, cal
     done = 0
     bar = None
     if progress:
-        from tqdm.auto import tqdm
-
         bar = tqdm(total=iters, desc="Private-PGM", unit="it", mininterval=0.5)
     for t in range(iters):
         if not step(s, t):
