@@ -29,7 +29,7 @@ import argparse
 import sys
 import time
 
-from margsynth.experiments.privpgd_benchmark import ensure_privpgd_registered, method_params
+from margsynth.experiments.privpgd_benchmark import method_params
 from margsynth.experiments.sweep import grid, run_sweep
 
 METRICS = ("sw-2way", "counting-queries", "tv-2way")
@@ -42,7 +42,6 @@ def main(argv=None) -> int:
     ap.add_argument("--epsilon", type=float, default=2.5)
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args(argv)
-    ensure_privpgd_registered()
     jobs = grid(
         ["adult"],
         [args.epsilon],
