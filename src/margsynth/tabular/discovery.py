@@ -93,7 +93,9 @@ def gaussian_sigma(rho: float) -> float:
 
 def _charge(ledger: BudgetLedger, sigma: float, label: str) -> None:
     """Charge one L2-sensitivity-1 Gaussian measurement (Prop. 1) before its noise is drawn."""
-    ledger.charge("gaussian", ledger.cost("gaussian", sigma=sigma, sensitivity=1.0), label, sigma=sigma, sensitivity=1.0)
+    ledger.charge(
+        "gaussian", ledger.cost("gaussian", sigma=sigma, sensitivity=1.0), label, sigma=sigma, sensitivity=1.0
+    )
 
 
 # ----------------------------------------------------------------------------- categories
