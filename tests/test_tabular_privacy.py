@@ -177,14 +177,3 @@ def test_extreme_budgets_are_kept_or_refused_before_noise(epsilon, delta):
         assert "epsilon" in str(exc) or "rho" in str(exc)
         return
     assert len(out) == 30 and rep["epsilon"] <= epsilon and rep["delta"] <= delta
-
-
-def test_public_fit_reads_the_data_and_spends_nothing():
-    df = raw(500)
-    enc, rep = fit_encoder(df, SCHEMA, ledger=None, rng=None, public=True)
-    assert rep["public"] is True and rep["rho"] == 0.0
-    city, price, rooms, _ = enc.columns
-    assert city.categories == ("Lima", "Oslo", "Pune") and city.other_label == "other"
-    assert (price.lo, price.hi) == (df["price"].min(), df["price"].max())
-    assert (rooms.lo, rooms.hi) == (1.0, 6.0)
-    assert np.allclose(price.cuts, np.quantile(df["price"], [0.25, 0.5, 0.75]))

@@ -413,58 +413,6 @@ class Encoder:
 
 
 # ----------------------------------------------------------------------------- fitting
-def _fit_public(schema: Schema, checked: dict[str, tuple[np.ndarray, Any]], dtypes: dict[str, Any]):
-    """The non-private fit of :func:`fit_encoder` (``public=True``): exact categories,
-    bounds and quantiles."""
-    columns: list[ColumnCoding] = []
-    report_cols: dict[str, Any] = {}
-    for spec in schema.columns:
-        miss, vals = checked[spec.name]
-        done: list[dict[str, Any]] = []
-        if spec.kind != "numeric":
-            if spec.categories == DISCOVER:
-                keys = sorted(set(vals[~miss].tolist()) - {category_key(spec.other_label)})
-                cats: tuple[Any, ...] = tuple(_typed(k, dtypes[spec.name]) for k in keys)
-                done.append({"step": "categories", "method": "every category seen (public data)", "rho": 0.0})
-            else:
-                cats = tuple(spec.categories)
-            other = spec.other_label if spec.has_other else None
-            columns.append(ColumnCoding(spec.name, spec.kind, spec.nullable, categories=cats, other_label=other))
-        else:
-            integer = spec.type == "integer"
-            x = vals[~miss]
-            clip = spec.clip
-            if spec.bounds == DISCOVER:
-                lo, hi = (float(x.min()), float(x.max())) if x.size else (0.0, 1.0)
-                if not lo < hi:
-                    hi = lo + 1.0
-                clip = True
-                done.append({"step": "bounds", "method": "minimum and maximum (public data)", "bounds": [lo, hi]})
-            else:
-                lo, hi = spec.bounds
-            x = np.clip(x, lo, hi)
-            if spec.binning == "quantile":
-                a, b = (lo, hi + 1.0) if integer else (lo, hi)
-                cuts: list[float] = []
-                qs = np.quantile(x, np.arange(1, spec.bins) / spec.bins) if x.size else []
-                for c in qs:
-                    c = float(math.ceil(c)) if integer else float(c)
-                    if a < c < b and (not cuts or c > cuts[-1]):
-                        cuts.append(c)
-                done.append({"step": "binning", "method": "exact quantiles (public data)", "bins": len(cuts) + 1})
-            elif spec.binning == "explicit":
-                cuts = [c for c in spec.cuts if lo < c <= hi] if integer else [c for c in spec.cuts if lo < c < hi]
-            else:
-                cuts = dsc.uniform_cuts(lo, hi, spec.bins, integer)
-            columns.append(
-                ColumnCoding(spec.name, "numeric", spec.nullable, type=spec.type, lo=float(lo), hi=float(hi),
-                             cuts=tuple(float(c) for c in cuts), clip=clip)
-            )  # fmt: skip
-        report_cols[spec.name] = {"kind": spec.kind, "steps": done, "rho": 0.0, "delta": 0.0}
-    report = {"share": 0.0, "rho": 0.0, "delta": 0.0, "steps": 0, "public": True, "columns": report_cols}
-    return Encoder(columns), report
-
-
 def _steps(schema: Schema) -> list[tuple[str, str]]:
     """The discovery steps in order: ``(column, step)``."""
     return [(c.name, s) for c in schema.columns for s in c.discovers]
@@ -478,7 +426,6 @@ def fit_encoder(
     rng: np.random.Generator | None,
     share: float = 1.0,
     delta: float | None = None,
-    public: bool = False,
 ) -> tuple[Encoder, dict[str, Any]]:
     """Fit an :class:`Encoder` of ``df`` to ``schema``, discovering privately what it leaves
     to ``"discover"``.
@@ -494,10 +441,6 @@ def fit_encoder(
     column what was done and what it cost. A schema with nothing to discover needs no
     ledger, rng or delta, and spends nothing.
 
-    ``public=True`` is for a table that is *not* private (e.g. to score a synthetic table
-    against the real one): what the schema leaves to discover is read exactly from the data
-    — every category seen, the minimum and maximum, exact quantiles — with no noise and no
-    ledger. It is never a step of a private release.
     """
     schema = Schema.coerce(schema)
     checked = check_table(df, schema)
@@ -505,10 +448,6 @@ def fit_encoder(
     steps = _steps(schema)
     cat_cols = [n for n, s in steps if s == "categories"]
     rho_step = 0.0
-    if not isinstance(public, bool):
-        raise ValueError(f"public must be true or false, got {public!r}")
-    if public:
-        return _fit_public(schema, checked, dtypes)
     if steps:
         if not isinstance(ledger, BudgetLedger):
             raise ValueError(
