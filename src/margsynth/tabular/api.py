@@ -136,7 +136,9 @@ def synthesize(
     (the mechanism's ``synthetic_records``/``n_particles``); ``public`` is the public table
     of mechanisms that need one (NIST-MST), coded with the same encoder; the other keyword
     arguments are the mechanism's hyperparameters. Every check — arguments, schema, cells,
-    hyperparameters, budget — runs before the first draw.
+    hyperparameters, budget — runs before the first draw; only the mechanism's checks that
+    depend on the discovered domain (e.g. a marginal too large for memory) run after
+    discovery, still before the mechanism draws anything and before anything is released.
 
     The report (a dict) has ``mechanism, parameters, epsilon, delta`` (spent, at most the
     requested), ``requested``, ``records``, ``seed``, ``preprocessing`` (per column what was
