@@ -177,3 +177,28 @@ def test_extreme_budgets_are_kept_or_refused_before_noise(epsilon, delta):
         assert "epsilon" in str(exc) or "rho" in str(exc)
         return
     assert len(out) == 30 and rep["epsilon"] <= epsilon and rep["delta"] <= delta
+
+
+def test_new_category_release_rate_matches_delta():
+    """Monte Carlo over the implementation itself: a key of count 1 is kept at rate delta."""
+    rng = np.random.default_rng(11)
+    led = BudgetLedger(1e9)
+    delta, trials = 0.05, 4000
+    kept = sum(
+        dsc.discover_categories(["x"], rho=0.02, delta=delta, rng=rng, ledger=led, label="t")[0] == ["x"]
+        for _ in range(trials)
+    )
+    assert abs(kept / trials - delta) <= 4 * math.sqrt(delta * (1 - delta) / trials)
+
+
+@pytest.mark.parametrize("currency,conversion", [("zcdp", "cks"), ("zcdp", "prop4"), ("gdp", "gdp")])
+@pytest.mark.parametrize("rho,delta", [(0.01, 1e-9), (1e-6, 1e-5), (3.0, 1e-12)])
+def test_mechanism_epsilon_fits_the_rest_tightly(currency, conversion, rho, delta):
+    from margsynth.tabular.api import mechanism_epsilon
+
+    eps = mechanism_epsilon(rho, delta, currency, conversion)
+    if currency == "zcdp":
+        total = BudgetLedger.from_dp(eps, delta, conversion=conversion).total
+    else:
+        total = BudgetLedger.from_dp(eps, delta, currency="gdp").total ** 2 / 2
+    assert total <= rho and total >= rho * (1 - 1e-8)
