@@ -55,6 +55,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from ..privacy import BudgetLedger
+from ..privacy.accounting import gaussian_sigma
 
 __all__ = [
     "BOUNDS_FALSE_POSITIVE",
@@ -64,7 +65,6 @@ __all__ = [
     "category_counts",
     "discover_bounds",
     "discover_categories",
-    "gaussian_sigma",
     "log2_bin_edges",
     "log2_histogram",
     "private_quantile_cuts",
@@ -81,14 +81,6 @@ INTEGER_EXPONENTS = (0, 64)
 BOUNDS_FALSE_POSITIVE = 0.05
 #: Number of equal-width cells of the histogram that quantile cut points are read from.
 QUANTILE_GRID = 1024
-
-
-def gaussian_sigma(rho: float) -> float:
-    """``σ = sqrt(1/(2ρ))``: the Gaussian scale whose L2-sensitivity-1 measurement costs ρ
-    zCDP (Prop. 1 of arXiv:2108.04978)."""
-    if not (isinstance(rho, (int, float)) and math.isfinite(rho) and rho > 0):
-        raise ValueError(f"rho must be a finite number > 0, got {rho!r}")
-    return math.sqrt(1.0 / (2.0 * rho))
 
 
 def _charge(ledger: BudgetLedger, sigma: float, label: str) -> None:

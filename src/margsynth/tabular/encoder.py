@@ -28,20 +28,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..dataset import Dataset
+from ..dataset import Dataset, _show
 from ..domain import Attribute, Domain
 from ..privacy import BudgetLedger
 from . import discovery as dsc
-from .schema import DISCOVER, ColumnSpec, Schema, _scalar, category_key
+from .schema import DISCOVER, ColumnSpec, Schema, category_key
 
 __all__ = ["ENCODER_VERSION", "ColumnCoding", "Encoder", "check_table", "fit_encoder"]
 
 ENCODER_VERSION = 1
-
-
-def _show(value: Any) -> str:
-    value = _scalar(value)
-    return repr(value)
 
 
 def _missing(values: pd.Series) -> np.ndarray:
