@@ -149,3 +149,8 @@ register(
     "margsynth.inference.privpgd:PrivPGD.preset",
     description="PrivPGD (Donhauser et al. 2024): particle gradient descent on sliced Wasserstein (--preset default|fast)",
 )
+register(
+    "private-gsd",
+    "margsynth.mechanisms.private_gsd:PrivateGSD.preset",
+    description="Private-GSD (Liu et al. ICML 2023), one-shot: all 2-way marginals measured once, genetic search (--preset default|fast)",
+)
