@@ -22,8 +22,13 @@ from margsynth.mechanisms.private_gsd import (
     propose,
     scale_rows,
 )
+from margsynth.mechanisms.queries import MarginalQueries
 from margsynth.mechanisms.registry import create
 from margsynth.privacy.accounting import zcdp_rho
+
+
+def _cells(domain: Domain, degree: int) -> MarginalCells:
+    return MarginalCells.from_queries(MarginalQueries.all_kway(domain, degree))
 
 
 def _full_fitness(cells: MarginalCells, target: np.ndarray, x: np.ndarray, loss: str) -> float:
@@ -56,8 +61,9 @@ def small_data():
 def test_marginal_cells_match_dataset_marginals(degree):
     dom = Domain.from_sizes({"a": 3, "b": 1, "c": 4, "d": 2})
     x = np.random.default_rng(0).integers(0, dom.shape, size=(50, 4))
-    cells = MarginalCells.build(dom, degree)
+    cells = _cells(dom, degree)
     np.testing.assert_array_equal(cells.counts(x), _brute_counts(dom, x, degree))
+    np.testing.assert_array_equal(cells.counts(x), MarginalQueries.all_kway(dom, degree).counts(Dataset(x, dom)))
     # the cells touching an attribute are exactly the cells of the marginals containing it
     full = cells.cells(x)
     for col in range(4):
@@ -85,7 +91,7 @@ def test_incremental_answers_equal_full_recomputation(sizes, n_rows, m, whole, e
     degree = min(degree, len(sizes))
     m = min(m, n_rows)
     dom = Domain.from_sizes({f"x{i}": s for i, s in enumerate(sizes)})
-    cells = MarginalCells.build(dom, degree)
+    cells = _cells(dom, degree)
     rng = np.random.default_rng(seed)
     target = rng.normal(1.0 / max(cells.total, 1), 0.05, size=cells.total)
     init = (rng.random((elite, n_rows, len(sizes))) * cells.sizes).astype(np.int32)
@@ -115,7 +121,7 @@ def test_incremental_answers_equal_full_recomputation(sizes, n_rows, m, whole, e
 
 
 def test_search_never_gets_worse_and_answers_stay_exact(small_data):
-    cells = MarginalCells.build(small_data.domain, 2)
+    cells = _cells(small_data.domain, 2)
     target = cells.counts(small_data.codes) / len(small_data)
     gsd = PrivateGSD(synthetic_rows=60, generations=400, patience=50, tolerance=0.0, whole_rows=0.25,
                      rows_per_candidate=2, progress=False)  # fmt: skip
@@ -127,7 +133,7 @@ def test_search_never_gets_worse_and_answers_stay_exact(small_data):
 
 def test_early_stopping():
     dom = Domain.from_sizes({"a": 2, "b": 2})
-    cells = MarginalCells.build(dom, 2)
+    cells = _cells(dom, 2)
     target = cells.counts(np.array([[0, 0], [1, 1]] * 5)) / 10
     gsd = PrivateGSD(synthetic_rows=10, generations=100_000, patience=200, progress=False)
     best, trace = gsd.search(cells, target, np.random.default_rng(0))
@@ -156,34 +162,39 @@ def test_noise_free_run_recovers_two_way_marginals(small_data):
 def test_every_draw_is_charged_and_spent_budget_reported(small_data):
     gsd = PrivateGSD.preset("fast", generations=50, progress=False)
     res = gsd.run(small_data, 1.0, 1e-6, np.random.default_rng(0))
-    assert len(res.ledger) == 1  # one Gaussian measurement; the search is post-processing
-    (ch,) = res.ledger
-    assert ch["kind"] == "gaussian" and ch["sensitivity"] == 1.0
-    assert ch["sigma"] == pytest.approx(res.extras["sigma"])
-    assert ch["cost"] == pytest.approx(1.0 / (2.0 * res.extras["sigma"] ** 2))
-    assert ch["cost"] == pytest.approx(zcdp_rho(1.0, 1e-6, conversion="cks"), rel=1e-12)
+    rho = zcdp_rho(1.0, 1e-6, conversion="cks")
+    # two Gaussian measurements (the count, then the workload); the search is post-processing
+    assert [c["label"] for c in res.ledger] == ["measure total", "measure 2-way marginals"]
+    total, queries = res.ledger
+    assert total["kind"] == queries["kind"] == "gaussian"
+    assert total["sensitivity"] == 1.0 and total["cost"] == pytest.approx(gsd.total_share * rho, rel=1e-12)
+    p = math.comb(5, 2)
+    assert queries["sensitivity"] == pytest.approx(math.sqrt(p)) == res.extras["sensitivity"]
+    assert queries["sigma"] == pytest.approx(res.extras["sigma"])
+    assert queries["cost"] == pytest.approx(p / (2.0 * res.extras["sigma"] ** 2))
+    assert queries["cost"] == pytest.approx(gsd.measure_share * rho, rel=1e-12)
     assert res.epsilon == pytest.approx(1.0, rel=1e-9) and res.epsilon <= 1.0 + 1e-9
-    assert len(res.extras["cliques"]) == math.comb(5, 2)
+    assert len(res.extras["cliques"]) == p
     assert res.extras["ledger"]["spent"] <= res.extras["ledger"]["total"] * (1 + 1e-12)
-    half = PrivateGSD(measure_share=0.5, generations=50, synthetic_rows=50, progress=False)
+    half = PrivateGSD(measure_share=0.49, total_share=0.01, generations=50, synthetic_rows=50, progress=False)
     r2 = half.run(small_data, 1.0, 1e-6, np.random.default_rng(0))
-    assert r2.ledger[0]["cost"] == pytest.approx(0.5 * zcdp_rho(1.0, 1e-6, conversion="cks"))
+    assert r2.ledger[1]["cost"] == pytest.approx(0.49 * rho)
     assert r2.epsilon < 1.0
 
 
-def test_measurement_sensitivity_is_one_by_brute_force():
-    """The stacked, equally weighted 2-way marginal counts move by exactly 1 in L2 when
-    one record is added or removed — for every record of the (small) domain."""
+def test_workload_sensitivity_by_brute_force():
+    """The stacked 2-way marginal counts move by exactly sqrt(P) in L2 when one record is
+    added or removed — for every record of the (small) domain — the sensitivity the
+    measurement is charged for."""
     dom = Domain.from_sizes({"a": 2, "b": 3, "c": 2, "d": 2})
-    cells = MarginalCells.build(dom, 2)
-    w = 1.0 / math.sqrt(len(cells.offsets))  # Algorithm 1's normalised equal weights
+    cells = _cells(dom, 2)
     x = np.random.default_rng(0).integers(0, dom.shape, size=(20, 4))
-    base = w * cells.counts(x)
+    base = cells.counts(x)
+    sens = MarginalQueries.all_kway(dom, 2).l2_sensitivity(np.arange(cells.total))
     for rec in itertools.product(*[range(s) for s in dom.shape]):
-        nb = w * cells.counts(np.vstack([x, rec]))
-        assert np.linalg.norm(nb - base) == pytest.approx(1.0, rel=1e-12)
-        rm = w * cells.counts(x[1:])
-        assert np.linalg.norm(rm - base) == pytest.approx(1.0, rel=1e-12)
+        assert np.linalg.norm(cells.counts(np.vstack([x, rec])) - base) == pytest.approx(sens, rel=1e-12)
+    for r in range(len(x)):
+        assert np.linalg.norm(cells.counts(np.delete(x, r, axis=0)) - base) == pytest.approx(sens, rel=1e-12)
 
 
 def test_same_seed_same_bytes_different_seed_differs(small_data):
@@ -221,6 +232,8 @@ def test_scale_rows_keeps_each_row_weight():
         ({"tolerance": float("nan")}, "tolerance"),
         ({"degree": 6}, "degree 6 exceeds"),
         ({"measure_share": 0.0}, "measure_share"),
+        ({"total_share": 1.0}, "total_share"),
+        ({"total_share": 0.5, "measure_share": 0.6}, "at most 1"),
         ({"conversion": "rdp"}, "conversion"),
         ({"synthetic_records": 0}, "synthetic_records"),
         ({"progress": "yes"}, "progress"),

@@ -4,11 +4,13 @@ as the PrivPGD paper ran it (Donhauser et al., *Privacy-preserving data release 
 optimal transport and particle gradient descent*, ICML 2024, arXiv:2401.17823, §4:
 all 2-way marginals as queries, elite size 2, early stopping).
 
-1. **MEASURE** (once): every ``degree``-way marginal of the data with Gaussian noise
-   (Algorithm 1 of the NIST-MST/MST paper: equal weights, L2 sensitivity 1 for the stacked
-   counts, ``σ = sqrt(1/(2ρ))`` for the measurement share ρ of the zCDP budget), charged
-   to the ledger before the draw. The noisy counts divided by the estimated number of
-   records ``n̂`` (their mean total, post-processing) are the target answers ``â``.
+1. **MEASURE** (once): the number of records ``n̂`` (share ``total_share``), then every
+   cell of every ``degree``-way marginal — the query workload of
+   :class:`~margsynth.mechanisms.queries.MarginalQueries` — as counts with one Gaussian
+   mechanism (L2 sensitivity ``sqrt(P)`` for ``P`` marginals under add/remove-one, share
+   ``measure_share``; :func:`~margsynth.mechanisms.queries.measure_queries`), each charged to
+   the ledger before its draw. The noisy counts divided by ``n̂`` are the target answers
+   ``â``.
 2. **GENERATE**: a genetic search (the paper's Private-GSD algorithm: a genetic strategy
    with mutation and crossover operators made for synthetic data) over synthetic datasets of ``n'`` rows. The elite
    (``elite_size`` best datasets found so far) starts as uniformly random datasets; each
@@ -44,7 +46,6 @@ sampling of the changed rows, the output scaling) are written up in
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 from dataclasses import asdict, dataclass, fields, replace
@@ -53,10 +54,10 @@ from typing import Any
 import numpy as np
 
 from ..dataset import Dataset
-from ..domain import Domain
-from ..privacy import BudgetLedger, measure_marginals
+from ..privacy import BudgetLedger
 from ..privacy.accounting import CONVERSIONS
 from .base import SynthesisResult, check_privacy_params
+from .queries import MarginalQueries, measure_queries, measure_total
 
 __all__ = [
     "KINDS",
@@ -103,16 +104,25 @@ class MarginalCells:
     other_strides: np.ndarray  # (d, T, k-1)
 
     @classmethod
-    def build(cls, domain: Domain, degree: int) -> MarginalCells:
+    def from_queries(cls, workload: MarginalQueries) -> MarginalCells:
+        """The cells of a :class:`~.queries.MarginalQueries` workload of ``k``-way marginals
+        (cell ``q`` is query ``q``: cliques in order, cells in C order, as
+        :meth:`MarginalQueries.counts`)."""
+        domain = workload.domain
+        degree = len(workload.cliques[0])
+        if any(len(c) != degree for c in workload.cliques):
+            raise ValueError("Private-GSD's cells need marginals of one size (a k-way workload)")
         sizes = np.asarray(domain.shape, dtype=np.int64)
         d = len(sizes)
-        cliques = np.array(list(itertools.combinations(range(d), degree)), dtype=np.int64).reshape(-1, degree)
+        cliques = np.array([[domain.index(a) for a in c] for c in workload.cliques], dtype=np.int64)
         csizes = sizes[cliques]
         strides = np.ones_like(csizes)
         for j in range(degree - 2, -1, -1):
             strides[:, j] = strides[:, j + 1] * csizes[:, j + 1]
         ncells = np.prod(csizes, axis=1)
         offsets = np.concatenate([[0], np.cumsum(ncells)[:-1]]).astype(np.int64)
+        if int(ncells.sum()) != workload.n_queries:  # pragma: no cover - layouts agree by construction
+            raise ValueError("cell layout disagrees with the workload's query ids")
         touch, own, oth, oth_s = [], [], [], []
         for c in range(d):
             ps = np.flatnonzero((cliques == c).any(axis=1))
@@ -122,6 +132,8 @@ class MarginalCells:
             oth.append(cliques[ps][~mine].reshape(len(ps), degree - 1))
             oth_s.append(strides[ps][~mine].reshape(len(ps), degree - 1))
         t = len(touch[0])
+        if any(len(x) != t for x in touch):
+            raise ValueError("Private-GSD's value operators need every attribute in the same number of marginals")
         return cls(
             sizes, cliques, strides, offsets, int(ncells.sum()),
             np.array(touch, np.int64).reshape(d, t), np.array(own, np.int64).reshape(d, t),
@@ -447,13 +459,14 @@ class PrivateGSD:
         as the authors' code). ``tolerance=0`` disables it.
     degree:
         The workload: all ``degree``-way marginals (2 in the PrivPGD paper).
-    measure_share:
-        Share of the zCDP budget spent on the one-shot measurement (the only noisy step;
-        1 by default).
+    total_share, measure_share:
+        Shares of the zCDP budget for the record count ``n̂`` (used to normalise the noisy
+        counts; as RAP and GEM here) and for the one-shot measurement of the workload. They
+        must sum to at most 1.
     conversion:
         zCDP → (ε, δ) conversion of the ledger, as :class:`~.mst.MST` (``"cks"``).
     synthetic_records:
-        Records of the output (``None``: ``n̂``, the noisy marginals' mean total).
+        Records of the output (``None``: ``n̂`` rounded).
     progress:
         Show a tqdm progress bar over the generations.
     """
@@ -469,7 +482,8 @@ class PrivateGSD:
     patience: int | None = None
     tolerance: float = 1e-4
     degree: int = 2
-    measure_share: float = 1.0
+    total_share: float = 0.01
+    measure_share: float = 0.99
     conversion: str = "cks"
     synthetic_records: int | None = None
     progress: bool = True
@@ -516,9 +530,14 @@ class PrivateGSD:
         if not (isinstance(self.tolerance, (int, float)) and not isinstance(self.tolerance, bool)
                 and math.isfinite(self.tolerance) and self.tolerance >= 0):  # fmt: skip
             raise ValueError(f"tolerance must be a finite number >= 0, got {self.tolerance!r}")
-        s = self.measure_share
-        if not (isinstance(s, (int, float)) and not isinstance(s, bool) and math.isfinite(s) and 0 < s <= 1):
-            raise ValueError(f"measure_share must be in (0, 1], got {s!r}")
+        for f in ("total_share", "measure_share"):
+            s = getattr(self, f)
+            if not (isinstance(s, (int, float)) and not isinstance(s, bool) and math.isfinite(s) and 0 < s < 1):
+                raise ValueError(f"{f} must be in (0, 1), got {s!r}")
+        if self.total_share + self.measure_share > 1.0 + 1e-12:
+            raise ValueError(
+                f"total_share + measure_share must be at most 1, got {self.total_share} + {self.measure_share}"
+            )
         if self.conversion not in CONVERSIONS:
             raise ValueError(f"conversion must be one of {CONVERSIONS}, got {self.conversion!r}")
         if self.synthetic_records is not None:
@@ -560,20 +579,20 @@ class PrivateGSD:
         seconds: dict[str, float] = {}
         t0 = time.perf_counter()
         ledger = BudgetLedger.from_dp(epsilon, delta, conversion=self.conversion)
+        rho_total = ledger.portion(self.total_share)
         rho_measure = ledger.portion(self.measure_share)
-        sigma = math.sqrt(1.0 / (2.0 * rho_measure))
 
         # SELECT: the workload, all degree-way marginals (no budget)
-        cells = MarginalCells.build(data.domain, self.degree)
-        names = [tuple(data.domain.names[i] for i in c) for c in cells.cliques]
+        workload = MarginalQueries.all_kway(data.domain, self.degree)
+        cells = MarginalCells.from_queries(workload)
 
-        # MEASURE: every marginal once, Algorithm 1 (charged before the draw)
-        log = measure_marginals(
-            data, [(c, 1.0) for c in names], sigma, rng, ledger=ledger, label=f"{self.degree}-way marginals"
-        )
-        noisy = np.concatenate([m.estimate for m in log])
-        n_hat = max(float(np.mean([m.estimate.sum() for m in log])), 1.0)
-        target = noisy / n_hat
+        # MEASURE: the record count, then every query once (each charged before its draw)
+        n_hat = measure_total(data, rho_total, rng, ledger=ledger, label="measure total")
+        meas = measure_queries(
+            workload, workload.counts(data), np.arange(workload.n_queries), rho_measure, rng,
+            ledger=ledger, label=f"measure {self.degree}-way marginals",
+        )  # fmt: skip
+        target = np.asarray(meas.y) / n_hat
         seconds["measure"] = time.perf_counter() - t0
 
         # GENERATE: genetic search, then scale n' rows to the requested records
@@ -585,7 +604,8 @@ class PrivateGSD:
         seconds["total"] = time.perf_counter() - t0
         return SynthesisResult.from_ledger(
             synth, self.name, self.parameters(), ledger, seconds,
-            {"rho": ledger.total, "sigma": sigma, "n_hat": n_hat, "cliques": names, **trace},
+            {"rho": ledger.total, "sigma": meas.sigma, "sensitivity": meas.sensitivity, "n_hat": n_hat,
+             "cliques": list(workload.cliques), **trace},
         )  # fmt: skip
 
     def search(
