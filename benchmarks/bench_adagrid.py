@@ -1,6 +1,6 @@
 """Adaptive grid speed, against reference approaches run side by side:
 
-1. building an adaptive query matrix (AGM "Adaptive Granularity Example"; NOTES §5):
+1. building an adaptive query matrix (AGM "Adaptive Granularity Example"; docs/notes/adaptive_grid.md):
    ``adaptive_query`` (one vectorised pass per parent grouping) vs a reference that
    builds the identity and aggregate rows cell by cell in Python, the way the paper's
    ``get_identity`` / ``get_aggregate`` are described; the two matrices must be equal;

@@ -14,7 +14,7 @@ decomposition (:mod:`margsynth.metrics.aemc.decompose`): the dropped month arcs
 that failed the certificate in the first round, and the month boundaries left
 open at the end (11 = every month its own piece; 0 = the whole network).
 
-Targets (issue 3, this 2-core machine): 3-way <= 8 s, MGD <= 15 s, peak <= 3 GB.
+Targets (this 2-core machine): 3-way <= 8 s, MGD <= 15 s, peak <= 3 GB.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""AIM on adult at ε = 1 with the all-3-way workload: time and tv-3way vs MST (issue 5).
+"""AIM on adult at ε = 1 with the all-3-way workload: time and tv-3way vs MST.
 
 Set-up: ``margsynth.data.load("adult")`` (48,842 × 14); ``AIM()`` with the published
 defaults (McKenna et al. 2022 / the authors' ``aim.py``): workload = all 364 3-way
@@ -6,7 +6,7 @@ marginals (weight 1), rounds T = 16·d = 224, 1,000 Private-PGM iterations per r
 (warm-started), 2,500 for the final model, model-size cap 80 MB, α = 0.9, ρ by the
 CKS conversion; δ = 1e-9. MST (defaults) on the same seeds for comparison.
 
-Targets (issue 5): AIM ≤ 10 minutes here and lower tv-3way than MST (the authors' AIM,
+Targets: AIM ≤ 10 minutes here and lower tv-3way than MST (the authors' AIM,
 with its 2-way default workload and rounds/iterations cut to fit 10 minutes on a busy
 machine, gave 0.103).
 

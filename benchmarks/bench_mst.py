@@ -1,4 +1,4 @@
-"""MST on adult: quality (tv-3way), end-to-end time and peak memory (issue 5).
+"""MST on adult: quality (tv-3way), end-to-end time and peak memory.
 
 Set-up (stated so the numbers can be compared): ``margsynth.data.load("adult")`` —
 48,842 records, 14 attributes; ``MST()`` with its defaults (NIST-MST/MST paper §6:
@@ -7,7 +7,7 @@ compression, 1,000 Private-PGM iterations for the selection model and 5,000 for 
 final model, as the authors' ``mst.py``); δ = 1e-9; 5 seeds per ε. Quality is
 ``tv-3way``: the mean total-variation distance over all 364 3-way marginals.
 
-Targets (issue 5): at ε = 1 mean tv-3way over 5 seeds ≤ 0.120 (the authors'
+Targets: at ε = 1 mean tv-3way over 5 seeds ≤ 0.120 (the authors'
 implementation gave 0.114 in one run here; 0.167 at ε = 0.3 and 0.100 at ε = 8);
 ≤ 30 s end to end and ≤ 1 GB peak memory (theirs: about 140 s on a busy machine, 3 GB).
 

@@ -1,4 +1,4 @@
-"""Speed/memory benchmark of Private-PGM (issue 4) on adult with MST-like measurements.
+"""Speed/memory benchmark of Private-PGM on adult with MST-like measurements.
 
 Set-up (stated so the numbers can be compared):
 
@@ -20,10 +20,9 @@ Set-up (stated so the numbers can be compared):
   are printed: on a shared machine wall time scales with the load average;
 * synthetic data: ``model.synthetic_data(48_842, rng)`` (Algorithm 8).
 
-Targets (issue 4): 10,000 iterations <= 20 s incl. set-up, synthetic data
-<= 5 s, peak memory <= 1 GB, on the project's 2-core machine. For scale, the
-issue quotes the authors' JAX implementation measured on this kind of machine
-(busy): 11 s set-up per call, 2 ms per iteration (32 s for 10,000), 2.7 GB.
+Targets: 10,000 iterations <= 20 s incl. set-up, synthetic data <= 5 s, peak
+memory <= 1 GB, on the project's 2-core machine. For scale, the authors' JAX
+implementation measured once on this kind of machine (busy) took 11 s set-up per call, 2 ms per iteration (32 s for 10,000), 2.7 GB.
 
 Run: ``python benchmarks/bench_pgm.py [--iters N] [--seed S]``.
 """
@@ -164,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     for method, (m, tot) in results.items():
         it_s = tot - m.stats["setup_seconds"]
         print(
-            f"[{method}] vs the authors' JAX implementation as quoted in issue 4 (wall, busy machine): "
+            f"[{method}] vs the authors' JAX implementation as measured once here (wall, busy machine): "
             f"set-up {REFERENCE['setup_s'] / max(m.stats['setup_seconds'], 1e-9):,.0f}x faster, "
             f"per iteration {REFERENCE['per_iter_ms'] / (1e3 * it_s / args.iters):.1f}x faster, "
             f"10,000 iterations {REFERENCE['total_10k_s'] / (tot * scale):.1f}x faster, "

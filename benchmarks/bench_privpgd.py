@@ -1,4 +1,4 @@
-"""Speed/memory benchmark of PrivPGD (issue 6) on adult, with the fast preset's utility.
+"""Speed/memory benchmark of PrivPGD on adult, with the fast preset's utility.
 
 Set-up (stated so the numbers can be compared):
 
@@ -17,9 +17,9 @@ Set-up (stated so the numbers can be compared):
   synthesised from, next to PGM+MST (``margsynth.mechanisms.mst.MST``) run on the same data
   with the same seed in the same script, and the ratio of the two.
 
-Targets (issue 6): full defaults on adult <= 45 minutes, fast preset <= 5 minutes, peak
-memory <= 4 GB, on the project's 2-core CPU. For scale, the issue quotes the authors'
-implementation on this kind of machine: ~7 s per projection iteration and ~33 s per
+Targets: full defaults on adult <= 45 minutes, fast preset <= 5 minutes, peak memory
+<= 4 GB, on the project's 2-core CPU. For scale, the authors' implementation, measured
+once on this kind of machine, took ~7 s per projection iteration and ~33 s per
 epoch (about 12 hours per adult run on a busy machine).
 
 The CPU is often shared: wall times then exceed the process-CPU times; both are printed

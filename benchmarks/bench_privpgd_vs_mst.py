@@ -1,4 +1,4 @@
-"""The PrivPGD paper's claim on adult (issue 6): PrivPGD beats PGM+MST on the average
+"""The PrivPGD paper's claim on adult: PrivPGD beats PGM+MST on the average
 sliced-Wasserstein distance over the 2-way marginals and on the counting-query error,
 averaged over 3 seeds, at eps = 2.5, delta = 1e-5.
 

@@ -1,4 +1,4 @@
-"""Speed benchmark of PrivSyn + GUM (issue 7) on the Baltimore 911 incidents.
+"""Speed benchmark of PrivSyn + GUM on the Baltimore 911 incidents.
 
 Set-up (stated so the numbers can be compared):
 
@@ -8,7 +8,7 @@ Set-up (stated so the numbers can be compared):
 * mechanism: ``PrivSyn(max_records_per_person=2)`` with its defaults (10% InDif,
   10% 1-way, 80% Eq. 1, gamma = 5000, consistency iterated, GUM 50 rounds at most),
   delta = the challenge's 1.2244e-11, seed 0;
-* the issue's target: epsilon = 1 end to end in <= 10 minutes on the project's
+* target: epsilon = 1 end to end in <= 10 minutes on the project's
   2-core machine (the script exits non-zero if it is slower).
 
 Two reference approaches, run side by side:

@@ -1,5 +1,6 @@
-"""Shared fixtures. The real data come from $MARGSYNTH_DATA_MIRROR (CI: ../shared/data)
-or the local cache; tests needing them skip with a reason when neither has them."""
+"""Shared fixtures. The real data come only from $MARGSYNTH_DATA_MIRROR (a local mirror
+of the data manifest) or the cache ($MARGSYNTH_DATA_DIR); tests needing them skip with a
+reason when neither has them. No test reads a path outside the repository."""
 
 from __future__ import annotations
 
@@ -8,14 +9,12 @@ from pathlib import Path
 
 import pytest
 
-SHARED_MIRROR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-
 
 def mirror() -> Path | None:
     env = os.environ.get("MARGSYNTH_DATA_MIRROR")
     if env and Path(env).is_dir():
         return Path(env)
-    return SHARED_MIRROR if SHARED_MIRROR.is_dir() else None
+    return None
 
 
 def real_data_available(name: str) -> bool:
@@ -26,9 +25,6 @@ def real_data_available(name: str) -> bool:
 
 @pytest.fixture(scope="session", autouse=True)
 def _mirror_env():
-    m = mirror()
-    if m is not None and not os.environ.get("MARGSYNTH_DATA_MIRROR"):
-        os.environ["MARGSYNTH_DATA_MIRROR"] = str(m)
     os.environ.setdefault("MPLBACKEND", "Agg")
     yield
 

@@ -1,5 +1,5 @@
-"""The adaptive-granularity mechanism (``../shared/papers/adaptive-granularity-mechanism.txt``,
-NOTES §5): query matrices, GDP accounting, sensitivity by brute force, validation, runs."""
+"""The adaptive-granularity mechanism (McKenna, NIST Temporal Map Challenge Sprint 3
+write-up; docs/notes/adaptive_grid.md): query matrices, GDP accounting, sensitivity by brute force, validation, runs."""
 
 from __future__ import annotations
 
@@ -122,7 +122,7 @@ def test_gdp_delta_formula_against_scipy():
 
 
 def test_paper_noise_scales_follow_the_formula_not_the_quoted_numbers():
-    # NOTES §5: 66 measurements, delta 2.5e-5: C=150 at eps=1 gives ~4290 (paper says 5739.36),
+    # docs/notes/adaptive_grid.md: 66 measurements, delta 2.5e-5: C=150 at eps=1 gives ~4290 (paper says 5739.36),
     # C=200 at eps=10 gives ~784 (paper says 895).
     s1 = gdp_sigma(1.0, 2.5e-5, sensitivity=150, compositions=66)
     s10 = gdp_sigma(10.0, 2.5e-5, sensitivity=200, compositions=66)

@@ -22,7 +22,7 @@ def _star(name: str, k: int, w: float) -> AxisMetric:
 
 
 def _grid_problem(rng, k_line: int = 5, k1: int = 4, k2: int = 3, scale: int = 6, delta: float = 1.0) -> AEMCProblem:
-    """Baltimore-like: a month-like line between two categorical stars (NOTES §1 costs)."""
+    """Baltimore-like: a month-like line between two categorical stars (the costs of docs/notes/mgd_baltimore.md)."""
     axes = (_star("n", k1, 0.33), AxisMetric("m", k_line, "line", step=0.33), _star("i", k2, 0.33))
     shape = (k1, k_line, k2)
     q = rng.poisson(rng.uniform(0, scale), size=shape).astype(float)

@@ -1,5 +1,5 @@
 """Differential tests: LP (§6.1), min-cost flow (Appendix A, neighbour graph §6.3
-and full graph) and ``auto`` agree on random instances (issue 3: >= 1,000
+and full graph) and ``auto`` agree on random instances (>= 1,000
 instances, 1e-9 relative), covering ∞ weights, deep hierarchies, Δ = 0,
 all-zero bins and unequal totals."""
 
@@ -47,7 +47,7 @@ def test_lp_flow_auto_agree_on_random_instances(seed):
 
 @pytest.mark.parametrize("seed", range(3))
 def test_authors_variant_flow_matches_its_lp(seed):
-    """The authors' negative lower bound (NOTES §1), flow vs LP, and it never exceeds the paper's LP."""
+    """The authors' negative lower bound (docs/notes/mgd_baltimore.md), flow vs LP, and it never exceeds the paper's LP."""
     rng = np.random.default_rng(5000 + seed)
     for _ in range(40):
         p = random_problem(rng)

@@ -1,4 +1,4 @@
-"""AIM (McKenna et al. 2022; NOTES §3) on the project's ledger and Private-PGM engine."""
+"""AIM (McKenna, Mullins, Sheldon & Miklau, PVLDB 2022, arXiv:2201.12677; docs/notes/aim.md) on the project's ledger and Private-PGM engine."""
 
 from __future__ import annotations
 

@@ -1,25 +1,21 @@
-"""The Baltimore case-study metrics (MGD paper §5.3, Appendix B Table 1; NOTES §1):
+"""The Baltimore case-study metrics (MGD paper §5.3, Appendix B Table 1; docs/notes/mgd_baltimore.md):
 inverse pie chart, range-query error, and the ``baltimore-table1`` preset
 reproducing the published AEMCs to their 4 printed decimals."""
 
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
+from margsynth.experiments import published
 from margsynth.metrics.aemc import AEMCProblem, solve
 from margsynth.metrics.baltimore import TABLE1_COLUMNS, inverse_pie, pie_row_scores, range_query_error, table1_specs
 from margsynth.metrics.mgd import marginal_table, mgd
 
 logging.getLogger("cvxpy").setLevel(logging.ERROR)
 
-REF = Path(__file__).resolve().parents[2] / "shared" / "reference" / "mgd_table1.csv"
-if not REF.exists():  # the reference sits beside the checkout (../shared)
-    REF = Path("/work/shared/reference/mgd_table1.csv")
 
 #: scored file stem -> Table 1 row name
 PUBLISHED = {
@@ -48,7 +44,7 @@ def _tiny_tables(seed=0):
     return t, s
 
 
-# -- inverse pie chart (NOTES §1) --------------------------------------------------
+# -- inverse pie chart (docs/notes/mgd_baltimore.md) ----------------------------------------
 def test_pie_identical_rows_score_one_and_penalties():
     t, _ = _tiny_tables()
     assert inverse_pie(t, t) == 0.0
@@ -87,7 +83,7 @@ def test_range_query_seeded_and_zero_for_identical():
 
 
 def test_preset_configuration():
-    """NOTES §1: weights 1 / 0.5 / 0.33, month per step, categorical per change; ω 1/9 and 1/3."""
+    """docs/notes/mgd_baltimore.md: weights 1 / 0.5 / 0.33, month per step, categorical per change; ω 1/9 and 1/3."""
     specs = table1_specs()
     assert [s.label for s in specs] == [c for c, _ in TABLE1_COLUMNS]
     three = specs[-1]
@@ -113,7 +109,7 @@ def _real_or_skip():
 def test_table1_small_marginals_and_inv_pie_match_published():
     """Inv Pie and the six 1-/2-way AEMCs of all 13 published files, to 4 decimals."""
     truth, load_synthetic = _real_or_skip()
-    ref = pd.read_csv(REF).set_index("dataset")
+    ref = published.load("mgd_table1").set_index("dataset")
     specs = table1_specs()[:6]
     mismatches = []
     for stem, row in PUBLISHED.items():
@@ -133,8 +129,8 @@ def test_table1_small_marginals_and_inv_pie_match_published():
 
 @pytest.mark.slow
 def test_sample01_MI_published_value_is_the_authors_flow_variant():
-    """Finding: NOTES §1 says the authors' negative lower bound gives the LP's optimum on all files;
-    for sample-0.1's M+I it does not. The LP optimum is exactly 41485/2 / 1455608 = 0.0142500591
+    """Finding (docs/notes/mgd_baltimore.md): the authors' negative lower bound was expected to
+    give the LP's optimum on all files; for sample-0.1's M+I it does not. The LP optimum is exactly 41485/2 / 1455608 = 0.0142500591
     (prints 0.0143); the authors' compressed-graph variant gives 0.014237 (prints 0.0142, as published)."""
     truth, load_synthetic = _real_or_skip()
     s = load_synthetic("0.1_sampling")
@@ -154,7 +150,7 @@ def test_table1_three_way_and_unpublished_lap01():
     and solved again; the first round's restricted optimum is a strict upper bound); lap_eps0.1
     (no published row: the authors' code ran out of flow capacity) is scored all the same."""
     truth, load_synthetic = _real_or_skip()
-    ref = pd.read_csv(REF).set_index("dataset")
+    ref = published.load("mgd_table1").set_index("dataset")
     three = table1_specs()[6]
     for stem, n_rounds in (("privatized-mediocre-quality", 1), ("0.5_sampling", 2)):
         r = mgd(truth, load_synthetic(stem), [three])

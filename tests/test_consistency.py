@@ -1,4 +1,4 @@
-"""PrivSyn §4.3 consistency post-processing (NOTES §2): weighted averages under uneven
+"""PrivSyn §4.3 consistency post-processing (docs/notes/privsyn.md): weighted averages under uneven
 budgets, non-negativity keeping totals, iterated."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def _noisy(cliques, rng, scale=4.0, base=3.0):
 
 
 def _michelot(v: np.ndarray) -> np.ndarray:
-    """NOTES §2 literally: zero the negatives, take the excess evenly off the positive
+    """docs/notes/privsyn.md literally: zero the negatives, take the excess evenly off the positive
     cells, repeat."""
     x = v.astype(float).copy()
     for _ in range(10_000):

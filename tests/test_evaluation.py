@@ -1,4 +1,4 @@
-"""The §4.1 evaluation suite (issue 6, item 3): each metric on hand-made pairs."""
+"""The §4.1 evaluation suite (PrivPGD paper): each metric on hand-made pairs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Generators as options of the marginal-based mechanisms (issue 7): MST with PrivSyn's GUM
+"""Generators as options of the marginal-based mechanisms: MST with PrivSyn's GUM
 (``mst-gum``), PrivSyn's selection with Private-PGM (``privsyn-pgm``), and the range
 queries of notebook 08's experiment module."""
 

@@ -1,10 +1,9 @@
-"""The generic 2018 NIST scoring (NOTES §4): 3-way TV, conjunctions, designated marginal."""
+"""The generic 2018 NIST scoring (docs/notes/nist2018.md): 3-way TV, conjunctions, designated marginal."""
 
 from __future__ import annotations
 
 import itertools
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -19,6 +18,8 @@ from margsynth.metrics.nist2018 import (
     random_triples,
     three_way_marginal_score,
 )
+
+from .conftest import needs_real
 
 DOMAIN = Domain.from_sizes({"a": 2, "b": 3, "c": 4, "d": 2, "e": 5})
 
@@ -154,18 +155,14 @@ def test_bad_input():
         three_way_marginal_score(two, two, 0)
 
 
-ADULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult"
-
-
-@pytest.mark.skipif(not (ADULT / "pub.csv").exists(), reason="shared adult data not present")
+@needs_real("adult-split")
 def test_adult_public_vs_private_and_independent_baseline():
     """Public and private adult halves are samples of one population: scores are small, and
     an independent-marginals sample (correlations destroyed) scores worse."""
-    import json
+    from margsynth.data import load
 
-    dom = Domain.from_sizes(json.loads((ADULT / "pub-priv-domain.json").read_text()))
-    priv = Dataset(pd.read_csv(ADULT / "priv.csv"), dom, source="priv.csv")
-    pub = Dataset(pd.read_csv(ADULT / "pub.csv"), dom, source="pub.csv")
+    pub, priv = load("adult-pub"), load("adult-priv")
+    dom = priv.domain
     rng = np.random.default_rng(0)
     indep = Dataset(np.column_stack([rng.permutation(priv.codes[:, j]) for j in range(len(dom))]), dom)
     target = ("sex", "race", "income>50K")

@@ -1,4 +1,4 @@
-"""Private-PGM estimation (issue 4): recovery, optimality, options.
+"""Private-PGM estimation: recovery, optimality, options.
 
 * noise-free consistent measurements are recovered (<= 1e-3 relative L1) on
   tree, cycle, 4-clique, disconnected and singleton-attribute structures;

@@ -1,4 +1,4 @@
-"""Private-PGM: factors, junction trees and exact marginal inference (issue 4).
+"""Private-PGM: factors, junction trees and exact marginal inference.
 
 Exactness: on small random models (tree, cycle, 4-clique, disconnected,
 singleton attributes, large/extreme potentials) every marginal from the

@@ -1,4 +1,4 @@
-"""Private-PGM measurements: bad input raises ValueError naming the measurement (issue 4)."""
+"""Private-PGM measurements: bad input raises ValueError naming the measurement."""
 
 from __future__ import annotations
 

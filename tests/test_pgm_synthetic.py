@@ -1,4 +1,4 @@
-"""Synthetic data from a Private-PGM model: Algorithms 7-8 of the NIST-MST/MST paper (issue 4).
+"""Synthetic data from a Private-PGM model: Algorithms 7-8 of the NIST-MST/MST paper.
 
 The rounding bound of Algorithm 7, checked through Algorithm 8: for every
 attribute, every group of records sharing its already-generated neighbours

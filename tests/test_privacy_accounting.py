@@ -1,6 +1,7 @@
 """Accounting: Props. 1-4, Eq. 5.1, MST's numerical ρ, CKS 2020, Gaussian DP.
 
-Paper numbers refer to ../shared/papers/nist-mst-and-mst.txt.
+Paper numbers refer to McKenna, Miklau & Sheldon, "Winning the NIST Contest: A scalable and
+general approach to differentially private synthetic data", JPC 2021, arXiv:2108.04978.
 """
 
 from __future__ import annotations
@@ -204,7 +205,7 @@ def test_gdp_round_trips(mu, delta):
 def test_gdp_composition_and_notes_numbers():
     assert acc.compose_gdp([0.3] * 4) == pytest.approx(0.6)
     assert acc.gdp_mu(4.0, 2.0) == 0.5
-    # NOTES §5: 66 measurements, C = 150 at (1, 2.5e-5) -> σ ≈ 4290; C = 200 at (10, 2.5e-5) -> ≈ 784
+    # docs/notes/adaptive_grid.md: 66 measurements, C = 150 at (1, 2.5e-5) -> σ ≈ 4290; C = 200 at (10, 2.5e-5) -> ≈ 784
     s1 = acc.gdp_sigma(1.0, 2.5e-5, sensitivity=150, compositions=66)
     s10 = acc.gdp_sigma(10.0, 2.5e-5, sensitivity=200, compositions=66)
     assert s1 == pytest.approx(4290, abs=1.0)

@@ -1,5 +1,5 @@
 """PrivPGD end to end: projection output, recovery of exact marginals, the mechanism's
-privacy bookkeeping, determinism, presets and input validation (issue 6, item 1-2)."""
+privacy bookkeeping, determinism, presets and input validation."""
 
 from __future__ import annotations
 

@@ -63,7 +63,7 @@ def test_indif_matches_definition_and_independence():
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 2**32 - 1))
 def test_indif_sensitivity_is_at_most_four(seed):
-    """NOTES §2: adding (or removing) one record changes InDif by at most 4."""
+    """docs/notes/privsyn.md: adding (or removing) one record changes InDif by at most 4."""
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 40))
     codes = np.stack([rng.integers(0, s, n) for s in DOM.shape], 1)

@@ -1,27 +1,23 @@
 """The notebook runner: parameters, outputs, manifest, failures, the experiment cache."""
 
 import json
-import sys
 
+import nbformat
 import pytest
 
-sys.path.insert(0, "tools")
-
-from margsynth.experiments.cache import CacheMiss, memoize  # noqa: E402
-from margsynth.runner import discover, reproduce  # noqa: E402
+from margsynth.experiments.cache import CacheMiss, memoize
+from margsynth.runner import discover, reproduce
 
 
 def _tiny(path, body):
-    from tools.make_notebook import write_notebook
-
-    write_notebook(
-        path,
-        [
-            ("md", "# tiny"),
-            ("params", 'profile = "quick"\nscale = 2'),
-            ("code", body),
-        ],
-    )
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# tiny"),
+        nbformat.v4.new_code_cell('profile = "quick"\nscale = 2', metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell(body.strip()),
+    ]
+    nbformat.write(nb, path)
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """Notebook 07: the adaptive-granularity mechanism against identity queries.
 
-The adaptive grid (``margsynth.mechanisms.adagrid``; AGM write-up, NOTES §5) and its
+The adaptive grid (``margsynth.mechanisms.adagrid``; AGM write-up, see docs/notes/adaptive_grid.md) and its
 identity-query variant measure the *same* marginals with the *same* noise scale, so
 any difference in error comes from the query matrices alone (AGM "Adaptive
 Granularity Example"). Computed here, cached on disk per run:

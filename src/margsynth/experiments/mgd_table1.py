@@ -1,9 +1,9 @@
 """MGD paper Table 1 and Figure 3 (Appendix B, §5.3): scores of every scored
 Baltimore 911 file — Inv Pie, RQ, the seven AEMCs and MGD — next to the
-published numbers (``shared/reference/mgd_table1.csv``).
+published numbers (``margsynth/experiments/published/mgd_table1.csv``).
 
 The metric configuration is the ``baltimore-table1`` preset
-(:func:`margsynth.metrics.baltimore.table1_specs`, design NOTES §1). The
+(:func:`margsynth.metrics.baltimore.table1_specs`; see docs/notes/mgd_baltimore.md). The
 published RQ used unseeded queries, so only its magnitude is comparable.
 """
 
@@ -56,7 +56,7 @@ def score_file(stem: str, three_way: bool = True, seed: int = 0, authors_variant
     """All Table 1 columns for one scored file (real data via the loader).
 
     ``authors_variant`` scores the one- and two-way marginals with the authors'
-    negative lower bound too (NOTES §1), in ``variant_*`` columns.
+    negative lower bound too (docs/notes/mgd_baltimore.md), in ``variant_*`` columns.
     """
     from ..data.baltimore import load_synthetic, load_truth
 

@@ -10,7 +10,7 @@ sex × native-country × income>50K (:func:`margsynth.metrics.suite.designated_t
 
 - :func:`table5` — NIST-MST, MST (configured as in §7: the designated pairs as
   Algorithm 6's initial cliques, the designated triple measured too, Algorithm 5's
-  weights) and the independent baseline, all with ρ from Prop. 4 for each (ε, δ); the three NIST scores (NOTES §4) and their
+  weights) and the independent baseline, all with ρ from Prop. 4 for each (ε, δ); the three NIST scores (docs/notes/nist2018.md) and their
   mean, per seed. :func:`table5_summary` gives mean ± sd next to the published numbers.
 - :func:`selection_quality` — total mutual information (on the private data) of the
   pairs chosen by the best tree, the public tree (Algorithm 5 steps 1–2 on the public
@@ -62,7 +62,7 @@ PROFILES = {
     "full": {"seeds": (0, 1, 2, 3, 4), "iters": 5000},
 }
 
-#: NIST-MST paper Table 5 (averaged over Arizona and Vermont; ../shared/reference/nist_mst_table5.csv).
+#: NIST-MST paper Table 5 (averaged over Arizona and Vermont; ``published/nist_mst_table5.csv``).
 PUBLISHED_TABLE5 = pd.DataFrame(
     [
         (0.3, "NIST-MST", 0.12, 0.17, 0.10, 0.13),
@@ -87,7 +87,7 @@ PUBLISHED_TABLE5 = pd.DataFrame(
     columns=["epsilon", "mechanism", *SCORES, "overall"],
 )
 
-#: NIST-MST paper appendix table (../shared/reference/nist_mst_selection_quality.csv).
+#: NIST-MST paper appendix table (``published/nist_mst_selection_quality.csv``).
 PUBLISHED_SELECTION = pd.DataFrame(
     [
         ("Best", 73.64, 63.32),
@@ -123,7 +123,7 @@ def mst_contest(domain, epsilon: float, iters: int) -> MST:
 
 @memoize(version=2)
 def run_one(mechanism: str, epsilon: float, seed: int, iters: int = 5000, delta: float = DELTA) -> dict:
-    """One synthetic dataset of ``adult-priv`` and its three NIST scores (NOTES §4; the same
+    """One synthetic dataset of ``adult-priv`` and its three NIST scores (docs/notes/nist2018.md; the same
     scoring queries, seed :data:`SCORE_SEED`, for every run) and their mean."""
     pub, priv = _data()
     rng = np.random.default_rng(seed)

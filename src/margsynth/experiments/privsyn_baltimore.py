@@ -1,5 +1,5 @@
 """PrivSyn-ε count tables of the Baltimore incidents, for MGD's Table 1 / Figure 3
-(issue 7 item 3; MGD paper §5.3 and Appendix B).
+(MGD paper §5.3 and Appendix B).
 
 The MGD paper scores "PrivSyn-X" files: PrivSyn (Zhang et al. 2021) run on the
 Baltimore 911 incidents at ε = X "with truncation which limits the per-user
@@ -30,7 +30,7 @@ Assumptions, stated because the published runs do not record them:
   true count.
 
 :func:`privsyn_table` is memoized on disk; :func:`score_tables` scores the
-tables with the project's MGD metric (Table 1's configuration, NOTES §1) next to
+tables with the project's MGD metric (Table 1's configuration, docs/notes/mgd_baltimore.md) next to
 :func:`published_privsyn`.
 """
 
@@ -187,7 +187,7 @@ def write_tables(runs: Sequence[PrivSynBaltimoreRun], out_dir) -> list[str]:
 
 def score_tables(runs: Sequence[PrivSynBaltimoreRun], *, with_published: bool = True) -> pd.DataFrame:
     """Table 1's scores of each PrivSyn-ε table (AEMC of the seven marginals with the
-    published configuration, Figure 3's MGD, seeded RQ, inverse pie; NOTES §1), one
+    published configuration, Figure 3's MGD, seeded RQ, inverse pie; docs/notes/mgd_baltimore.md), one
     row per ε, with the published values beside them (``pub_*`` columns) and the
     MGD the published AEMCs imply (ω = 1/9 for the six 1-/2-way, 1/3 for the 3-way)."""
     from ..metrics.baltimore import inverse_pie, range_query_error, table1_specs

@@ -1,6 +1,6 @@
 """inference."""
 
-# Private-PGM (issue 4): re-exports
+# Private-PGM: re-exports
 from .pgm import (  # noqa: E402, F401
     Factor,
     GraphicalModel,

@@ -1,4 +1,4 @@
-"""Consistency post-processing of noisy marginals (PrivSyn §4.3, NOTES §2).
+"""Consistency post-processing of noisy marginals (PrivSyn §4.3; docs/notes/privsyn.md).
 
 Noisy marginals that share attributes disagree on them, and contain negative
 cells. PrivSyn (Zhang et al., USENIX Security 2021, §4.3 "Post Processing")
@@ -15,15 +15,15 @@ fixes both by alternating two operations until they agree:
    solution printed after the optimisation problem). Here the per-cell noise
    variance ``v_i`` (``∝ 1/ρ_i``) is taken directly, so ``w_i ∝ 1/(v_i g_i)``.
    Each marginal's correction ``avg(a) - est_i(a)`` is spread evenly over its
-   ``g_i`` contributing cells (NOTES §2). Sets are processed in increasing
+   ``g_i`` contributing cells (docs/notes/privsyn.md). Sets are processed in increasing
    size; one pass then makes every shared sub-marginal equal (a later, larger
    set ``B ⊃ A`` averages views that already agree on ``A``, and the weights
    sum to one, so ``A`` stays consistent).
 2. **Non-negativity keeping totals** ("Overall Consistency"). Each marginal is
    replaced by its Euclidean projection onto ``{x ≥ 0, Σx = total}`` -- the
    maximum-likelihood valid table the paper cites. This is exactly the fixed
-   point of NOTES §2's "set negatives to zero and take the excess evenly off
-   the positive cells, repeatedly" (Michelot's algorithm); it is computed in
+   point of the rule "set negatives to zero and take the excess evenly off the
+   positive cells, repeatedly" (Michelot's algorithm; docs/notes/privsyn.md); it is computed in
    closed form by the sort-based simplex projection.
 
 "We iterate the two operations multiple times to ensure both consistency
@@ -73,7 +73,7 @@ def project_nonnegative(values: np.ndarray, total: float | None = None) -> np.nd
     "Overall Consistency"; ``total`` defaults to ``values.sum()``).
 
     Equals the limit of repeatedly zeroing negatives and taking the excess evenly
-    off the positive cells (NOTES §2): ``x_i = max(v_i - τ, 0)`` with ``τ`` the
+    off the positive cells (docs/notes/privsyn.md): ``x_i = max(v_i - τ, 0)`` with ``τ`` the
     unique shift making the sum ``total``. A non-positive ``total`` gives all zeros.
 
     >>> project_nonnegative(np.array([3.0, -1.0, 1.0])).tolist()
@@ -269,7 +269,7 @@ def make_consistent(
         Stop once the largest disagreement on a shared sub-marginal, after the
         non-negativity step, is ``<= tol`` × the largest marginal total.
     nonnegativity:
-        ``"project"`` (default; the paper's minimal-L2 projection = NOTES §2's
+        ``"project"`` (default; the paper's minimal-L2 projection = the
         repeated even subtraction, :func:`project_nonnegative`) or ``"cut"``
         (the authors' public code, :func:`cut_nonnegative`).
 

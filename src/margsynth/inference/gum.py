@@ -4,12 +4,12 @@ Given a set of (noisy) marginals, GUM does not sample from a graphical model --
 which fails when the marginal graph is dense (§5, first paragraphs) -- but
 starts from a random dataset and edits its records until their marginals match:
 
-- **Initialisation** (NOTES §2): ``n`` records drawn attribute by attribute from
+- **Initialisation** (docs/notes/privsyn.md): ``n`` records drawn attribute by attribute from
   the 1-way marginals (each 1-way distribution is the average of the given
   marginals' projections onto that attribute; an attribute no marginal covers is
   uniform). Counts are rounded to exactly ``n`` (largest remainder) and shuffled,
   so the starting 1-way marginals are as close as integers allow.
-- **Rounds** (§5.2, NOTES §2): for each marginal in turn, compare the synthetic
+- **Rounds** (§5.2; docs/notes/privsyn.md): for each marginal in turn, compare the synthetic
   marginal ``S`` with the target ``T`` (scaled to ``n`` records). Under-counted
   cells ``u`` (``T_u > S_u``) receive ``≈ α_t (T_u - S_u)`` records and as many
   records leave over-counted cells ``o`` (``≈ α_t (S_o - T_o)`` each; the two

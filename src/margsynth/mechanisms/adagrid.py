@@ -1,7 +1,9 @@
 """The adaptive-granularity mechanism ("adaptive grid").
 
-Implements ``../shared/papers/adaptive-granularity-mechanism.txt`` (cited below as
-*AGM*, by section) with the details of ``../shared/design/NOTES.md`` §5:
+Implements the Adaptive Granularity Mechanism of R. McKenna (team Minutemen), the
+Sprint 3 winning write-up of the NIST PSCR Differential Privacy Temporal Map Challenge
+(2020-21; https://github.com/ryan112358/nist-synthetic-data-2021), cited below as
+*AGM*, by section, with the details documented in docs/notes/adaptive_grid.md:
 
 1. **Preprocess** (AGM "Detailed Description — Data preprocessing"): when records
    carry a person id, each record of a person with ``R`` records gets the weight
@@ -11,7 +13,7 @@ Implements ``../shared/papers/adaptive-granularity-mechanism.txt`` (cited below 
 2. **Select** (AGM "Marginal Selection"): caller-given *outer-level* attribute sets
    and their *downward closure* (:func:`downward_closure`). Defaults for the
    registered datasets (:func:`default_marginals`) use only the public schema.
-3. **Measure** (AGM "Measurements", "Adaptive Granularity Example"; NOTES §5): in
+3. **Measure** (AGM "Measurements", "Adaptive Granularity Example"; docs/notes/adaptive_grid.md): in
    rounds ``k = 1..K`` every k-way marginal ``mu`` of the closure is measured as
    ``y = Q mu + N(0, sigma^2 I)`` with the adaptive query matrix of
    :func:`adaptive_query`: identity rows on the cells whose every (k-1)-way parent
@@ -19,7 +21,8 @@ Implements ``../shared/papers/adaptive-granularity-mechanism.txt`` (cited below 
    per cell — one per (k-1)-way parent grouping — weighted ``1/sqrt(k)``. Every
    column has L2 norm exactly 1; this is checked at run time and reported.
 4. **Account** (AGM "Noise calibration and proof of privacy"): each measurement is
-   ``C/sigma``-GDP (Dong, Roth & Su 2019, Thm 2.7); ``n`` of them compose
+   ``C/sigma``-GDP (Dong, Roth & Su, "Gaussian Differential Privacy", JRSS-B 2022,
+   arXiv:1905.02383, Thm 2.7); ``n`` of them compose
    adaptively to ``sqrt(n) C / sigma``-GDP (Cor. 3.3); ``sigma`` is calibrated so
    that this is (eps, delta)-DP by Cor. 2.13
    (:func:`margsynth.privacy.accounting.gdp_sigma`). Every measurement is charged to a
@@ -28,7 +31,7 @@ Implements ``../shared/papers/adaptive-granularity-mechanism.txt`` (cited below 
    (:func:`margsynth.inference.pgm.estimate`) on the sparse non-identity measurements,
    then synthetic records (:meth:`~margsynth.inference.pgm.GraphicalModel.synthetic_data`).
 
-"Large" (NOTES §5 leaves it open; AGM's example calls 300 and 200 "small"): a cell
+"Large" (AGM leaves it open, see docs/notes/adaptive_grid.md; AGM's example calls 300 and 200 "small"): a cell
 measured by an identity row is large when its noisy answer exceeds
 ``threshold * sigma``. With the default ``threshold = 1`` this is the break-even
 point of the two kinds of row: a child cell can only hold more than ``sigma``
@@ -219,7 +222,7 @@ def default_marginals(dataset: str, domain: Domain) -> tuple[tuple[str, ...], ..
 # ----------------------------------------------------------------------------- query matrices
 @dataclass(frozen=True, eq=False)
 class AdaptiveQuery:
-    """The query matrix of one marginal (AGM "Adaptive Granularity Example", NOTES §5).
+    """The query matrix of one marginal (AGM "Adaptive Granularity Example"; docs/notes/adaptive_grid.md).
 
     ``matrix`` is CSR, ``rows x cells`` with cells in C order over ``clique``;
     the first ``n_identity`` rows are identity rows (one per cell of ``identity``),
@@ -250,7 +253,7 @@ def column_norms(q: sp.spmatrix | np.ndarray) -> np.ndarray:
 def adaptive_query(
     shape: Sequence[int], parent_large: Sequence[np.ndarray] | None, clique: Sequence[str] | None = None
 ) -> AdaptiveQuery:
-    """Adaptive query matrix of a k-way marginal (AGM "Adaptive Granularity Example"; NOTES §5).
+    """Adaptive query matrix of a k-way marginal (AGM "Adaptive Granularity Example"; docs/notes/adaptive_grid.md).
 
     Parameters
     ----------
@@ -314,7 +317,7 @@ def adaptive_query(
 
 
 def large_cells(q: AdaptiveQuery, y: np.ndarray, sigma: float, threshold: float) -> np.ndarray:
-    """Cells measured large (NOTES §5): an identity row whose noisy answer exceeds
+    """Cells measured large (docs/notes/adaptive_grid.md): an identity row whose noisy answer exceeds
     ``threshold * sigma``; cells measured only by aggregate rows are never large.
     Returns a boolean mask over the clique's cells (C order)."""
     large = np.zeros(q.cells, dtype=bool)
@@ -526,7 +529,7 @@ def brute_force_sensitivity(
 # ----------------------------------------------------------------------------- the mechanism
 @dataclass(frozen=True)
 class AdaptiveGrid:
-    """The adaptive-granularity mechanism (AGM, all sections; NOTES §5).
+    """The adaptive-granularity mechanism (AGM, all sections; docs/notes/adaptive_grid.md).
 
     Parameters (hyperparameters; the budget split is uniform: every marginal of the
     closure is one Gaussian measurement with the same ``sigma``, as in AGM)

@@ -1,5 +1,7 @@
 """AIM — the adaptive, workload-aware mechanism (McKenna, Mullins, Sheldon & Miklau,
-VLDB 2022; ``../shared/design/NOTES.md`` §3), on our Private-PGM engine and ledger.
+"AIM: An Adaptive and Iterative Mechanism for Differentially Private Synthetic Data",
+PVLDB 15(11), 2022, arXiv:2201.12677; see docs/notes/aim.md), on our Private-PGM engine
+and ledger.
 
 Workload ``W`` (default: every 3-way marginal, weight 1). Candidates are the downward
 closure of ``W``; candidate ``r`` has weight ``w_r = Σ_{s∈W} |r ∩ s|`` (AIM §4,

@@ -1,9 +1,11 @@
-"""PrivSyn (Zhang, Wang, Li, Honorio, Backes, He, Chen, Zhang, USENIX Security 2021).
+"""PrivSyn (Zhang, Wang, Li, Honorio, Backes, He, Chen & Zhang, "PrivSyn: Differentially
+Private Data Synthesis", USENIX Security 2021, arXiv:2012.15128; the parts the paper
+excerpt leaves out are in docs/notes/privsyn.md).
 
 The mechanism reads SELECT / MEASURE / GENERATE:
 
 SELECT
-    1. **Noisy InDif** of every attribute pair ``(a, b)`` (NOTES §2):
+    1. **Noisy InDif** of every attribute pair ``(a, b)`` (docs/notes/privsyn.md):
        ``InDif(a, b) = Σ_{x,y} |c(a=x, b=y) - c(a=x) c(b=y) / n|``. One record
        changes it by at most 4, so it is released with Gaussian noise of
        sensitivity ``4k`` (``k`` = records per person, below), from a share
@@ -93,7 +95,7 @@ __all__ = [
     "truncate_contributions",
 ]
 
-#: L2 (= absolute) sensitivity of one pair's InDif to one record (NOTES §2).
+#: L2 (= absolute) sensitivity of one pair's InDif to one record (docs/notes/privsyn.md).
 INDIF_SENSITIVITY = 4.0
 _ONE_WAY = ("uncovered", "all", "none")
 #: PrivSyn's generators: GUM (§5.2, the paper's) or Private-PGM on the same marginals.
@@ -102,7 +104,7 @@ GENERATORS = ("gum", "pgm")
 
 # ----------------------------------------------------------------------------- InDif
 def indif(data: Dataset, a: str, b: str) -> float:
-    """PrivSyn's InDif of the pair ``(a, b)`` (§4, the dependency measure; NOTES §2):
+    """PrivSyn's InDif of the pair ``(a, b)`` (§4, the dependency measure; docs/notes/privsyn.md):
     ``Σ_{x,y} |c(x, y) - c(x) c(y) / n|`` -- the L1 distance of the 2-way marginal
     from the product of its 1-way marginals, in counts. Sensitivity 4 per record.
 
@@ -156,7 +158,7 @@ def allocate_budget(cells: Sequence[float], rho: float) -> np.ndarray:
 
 def noise_error(cells: Sequence[float], rhos: Sequence[float], sensitivity: float = 1.0) -> np.ndarray:
     """Expected L1 noise error of each marginal, ``c_i Δ sqrt(1/(π ρ_i))`` (Algorithm 1
-    line 5; NOTES §2): ``c_i`` cells with Gaussian noise ``σ_i = Δ/sqrt(2ρ_i)``, whose
+    line 5; docs/notes/privsyn.md): ``c_i`` cells with Gaussian noise ``σ_i = Δ/sqrt(2ρ_i)``, whose
     mean absolute value is ``σ_i sqrt(2/π)``."""
     c = _check_cells(cells)
     r = np.asarray(rhos, dtype=np.float64)
@@ -426,7 +428,7 @@ class PrivSyn:
     consistency_iterations:
         Upper bound on the (consistency, non-negativity) passes of §4.3.
     nonnegativity:
-        ``"project"`` (§4.3's minimal-L2 projection, NOTES §2; default) or ``"cut"``
+        ``"project"`` (§4.3's minimal-L2 projection, docs/notes/privsyn.md; default) or ``"cut"``
         (zero the smallest cells, as the authors' public code finishes); see
         :func:`~margsynth.inference.consistency.make_consistent`.
     gum:

@@ -1,6 +1,6 @@
 """metrics."""
 
-# -- MGD / AEMC (issue 3), exported lazily: they load OR-Tools and CVXPY on first use --
+# -- MGD / AEMC, exported lazily: they load OR-Tools and CVXPY on first use --
 _LAZY = {
     "mgd": "margsynth.metrics.mgd", "mgd_report": "margsynth.metrics.mgd", "MGDResult": "margsynth.metrics.mgd",
     "MarginalSpec": "margsynth.metrics.aemc", "AttributeSpec": "margsynth.metrics.aemc", "Distance": "margsynth.metrics.aemc",

@@ -2,14 +2,14 @@
 
 - :func:`table1_specs` — the ``baltimore-table1`` preset: the seven marginals
   M, N, I, M+I, M+N, N+I and the 3-way, configured as the published numbers
-  were made (design NOTES §1): Δ = 2, α = 1, month moving cost = weight per
+  were made (docs/notes/mgd_baltimore.md): Δ = 2, α = 1, month moving cost = weight per
   month moved, categorical change cost = weight (a star through a hub),
   weights 1 (one-way), 0.5 (two-way), 0.33 (three-way); ω = 1/9 for the six
   one- and two-way marginals and 1/3 for the 3-way (Figure 3's MGD).
 - :func:`inverse_pie` — the NIST sprint-1 pie-chart score, inverted
-  (``Inv Pie`` of Table 1, NOTES §1 definition).
+  (``Inv Pie`` of Table 1; definition in docs/notes/mgd_baltimore.md).
 - :func:`range_query_error` — Table 1's RQ: 300 random range queries over
-  30% of neighborhoods, incident types and months, seeded (NOTES §1).
+  30% of neighborhoods, incident types and months, seeded (docs/notes/mgd_baltimore.md).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ TABLE1_COLUMNS = (
     ("N+I", (NB, TYPE)),
     ("3way", (NB, MONTH, TYPE)),
 )
-_WEIGHT = {1: 1.0, 2: 0.5, 3: 0.33}  # NOTES §1: 0.33, not 1/3
+_WEIGHT = {1: 1.0, 2: 0.5, 3: 0.33}  # the authors' code: 0.33, not 1/3 (docs/notes/mgd_baltimore.md)
 
 
 def _attr(name: str, w: float) -> AttributeSpec:
@@ -43,7 +43,7 @@ def _attr(name: str, w: float) -> AttributeSpec:
 
 
 def table1_specs(delta: float = 2.0) -> list[MarginalSpec]:
-    """The seven marginals of Table 1 / Figure 3 as published (NOTES §1)."""
+    """The seven marginals of Table 1 / Figure 3 as published (docs/notes/mgd_baltimore.md)."""
     specs = []
     for label, attrs in TABLE1_COLUMNS:
         w = _WEIGHT[len(attrs)]
@@ -89,7 +89,7 @@ def _js_distance(p: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 def pie_row_scores(truth, synthetic, *, threshold: float = 0.05, misleading: float = 0.2, bias: float = 0.25,
                    bias_limit: float = 500.0) -> np.ndarray:
-    """Per (neighborhood, month) pie-chart score in [0, 1] (NIST sprint 1, NOTES §1)."""
+    """Per (neighborhood, month) pie-chart score in [0, 1] (NIST sprint 1; docs/notes/mgd_baltimore.md)."""
     t = _table(truth, "truth")
     s = _table(synthetic, "synthetic")
     if t.shape != s.shape:
@@ -115,7 +115,7 @@ def inverse_pie(truth, synthetic) -> float:
 
 def range_query_error(truth, synthetic, *, n_queries: int = 300, fraction: float = 0.3, n_months: int = 4,
                       seed: int = 0, floor: float = 10.0) -> float:
-    """Mean relative error of random range queries (Table 1's RQ, NOTES §1).
+    """Mean relative error of random range queries (Table 1's RQ; docs/notes/mgd_baltimore.md).
 
     Each query sums the counts over ``round(fraction·278)`` = 83 random
     neighborhoods, ``round(fraction·174)`` = 52 random incident types and

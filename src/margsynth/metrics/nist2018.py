@@ -1,8 +1,8 @@
-"""The 2018 NIST DP synthetic-data challenge scoring, stated generically (NOTES §4).
+"""The 2018 NIST DP synthetic-data challenge scoring, stated generically (docs/notes/nist2018.md).
 
 The census data and the official scoring script of the challenge are not available,
 so Table 5 of the NIST-MST paper (§7) can only be reproduced *in kind*. The paper's
-§3.3 and NOTES §4 describe three criteria; each function below implements one on any
+§3.3 and docs/notes/nist2018.md describe three criteria; each function below implements one on any
 pair of :class:`~margsynth.dataset.Dataset` over the same domain. Every score lies in
 [0, 1] and lower is better; all randomness (which triples, which conjunctions) comes
 from an explicit seed or ``numpy.random.Generator``, and the *same* queries are asked
@@ -110,7 +110,7 @@ def random_triples(names: Sequence[str], n: int, seed: int | np.random.Generator
 def three_way_marginal_score(
     real: Dataset, synth: Dataset, seed: int | np.random.Generator = 0, *, n_triples: int = 100
 ) -> float:
-    """Criterion (1) of NIST-MST paper §3.3 / NOTES §4: the mean, over ``n_triples`` random
+    """Criterion (1) of NIST-MST paper §3.3 (docs/notes/nist2018.md): the mean, over ``n_triples`` random
     attribute triples ``C``, of the total-variation distance between the real and synthetic
     marginals ``M_C`` (Definition 1) normalised to probability tables. In [0, 1]; 0 iff
     all chosen marginals agree as distributions."""
@@ -179,7 +179,7 @@ def conjunction_score(
     n_queries: int = 300,
     p_attribute: float = 0.1,
 ) -> float:
-    """Criterion (2) of NIST-MST paper §3.3 / NOTES §4: mean over ``n_queries`` random
+    """Criterion (2) of NIST-MST paper §3.3 (docs/notes/nist2018.md): mean over ``n_queries`` random
     high-order conjunctions (see :func:`random_conjunctions`) of ``|a_real - a_synth|``,
     where ``a`` is the fraction of records satisfying the conjunction
     (``Σ_{t∈S} μ_t / n`` for ``μ = M_C(D)``, paper §3.3).
@@ -198,7 +198,7 @@ def designated_marginal_score(
     attrs: Sequence[str],
     seed: int | np.random.Generator | None = None,
 ) -> float:
-    """Criterion (3) of NIST-MST paper §3.3 / NOTES §4, made generic: accuracy on one
+    """Criterion (3) of NIST-MST paper §3.3 (docs/notes/nist2018.md), made generic: accuracy on one
     designated 3-way marginal ``attrs = (a, b, target)``.
 
     Score ``= Σ_{(u,v)} P_real(a=u, b=v) · TV(P_real(target | u, v), P_synth(target | u, v))``:
@@ -245,7 +245,7 @@ def nist2018_scores(
     n_triples: int = 100,
     n_queries: int = 300,
 ) -> dict[str, float]:
-    """The three NOTES §4 criteria and their unweighted mean (the paper averaged the three
+    """The three criteria of docs/notes/nist2018.md and their unweighted mean (the paper averaged the three
     normalised scores, §3.3): ``{"nist-3way", "nist-conjunctions", "nist-target", "nist-mean"}``.
 
     One generator (from ``seed``) draws the triples and then the conjunctions, so the whole

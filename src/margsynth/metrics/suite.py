@@ -15,7 +15,7 @@ over the same domain, lower is better. Names are stable — users script against
 =====================  ===================================================================
 
 (TV of two count tables = ½ Σ |p − q| after normalising each to sum 1; NIST criteria
-from :mod:`margsynth.metrics.nist2018`, NOTES §4.)
+from :mod:`margsynth.metrics.nist2018`; docs/notes/nist2018.md.)
 
 Other modules add theirs: ``margsynth.metrics.evaluation.EVALUATION_METRICS`` (same
 signature; the PrivPGD paper's suite: ``downstream``, ``covariance``,

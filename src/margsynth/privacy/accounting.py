@@ -1,7 +1,8 @@
 """Privacy accounting: Rényi DP / zCDP, Gaussian DP, and their (ε, δ) conversions.
 
-References (numbers refer to ``../shared/papers/nist-mst-and-mst.txt``, McKenna,
-Miklau & Sheldon, "Winning the NIST contest", unless stated otherwise):
+References (numbers refer to McKenna, Miklau & Sheldon, "Winning the NIST Contest: A
+scalable and general approach to differentially private synthetic data", Journal of
+Privacy and Confidentiality 11(3), 2021, arXiv:2108.04978, unless stated otherwise):
 
 - **Prop. 1** — the Gaussian mechanism with L2 sensitivity Δ and noise scale σ is
   ``(α, α Δ²/(2σ²))``-RDP for all α ≥ 1, i.e. ``Δ²/(2σ²)``-zCDP.
@@ -20,15 +21,16 @@ Miklau & Sheldon, "Winning the NIST contest", unless stated otherwise):
   differential privacy" (NeurIPS 2020), Prop. 12 / Cor. 13: ρ-zCDP implies
   (ε, δ)-DP with ``δ = inf_{α>1} exp((α-1)(αρ-ε)) / (α-1) · (1 - 1/α)^α``,
   a tighter conversion than Prop. 4 (``conversion="cks"``).
-- **GDP** — Dong, Roth & Su, "Gaussian differential privacy" (2019), as used by the
-  adaptive-granularity mechanism (``../shared/papers/adaptive-granularity-mechanism.txt``,
-  "Noise calibration and proof of privacy"; ``../shared/design/NOTES.md`` §5):
+- **GDP** — Dong, Roth & Su, "Gaussian differential privacy", JRSS-B 84(1), 2022,
+  arXiv:1905.02383, as used by the adaptive-granularity mechanism (McKenna, NIST
+  Temporal Map Challenge Sprint 3 write-up, "Noise calibration and proof of privacy";
+  see docs/notes/adaptive_grid.md):
   Thm 2.7 (Gaussian noise σ on sensitivity Δ is ``Δ/σ``-GDP), Cor. 3.3
   (``μ_i``-GDP mechanisms compose to ``sqrt(Σ μ_i²)``-GDP), Cor. 2.13
   (μ-GDP is (ε, δ(ε))-DP for ``δ(ε) = Φ(-ε/μ + μ/2) - e^ε Φ(-ε/μ - μ/2)``).
   The adaptive-granularity write-up prints the first term as ``Φ(ε/μ - μ/2)``;
-  that is a typo (it would exceed 1/2 for large ε); NOTES §5 and Dong et al.
-  have the sign used here.
+  that is a typo (it would exceed 1/2 for large ε); Dong et al. have the sign
+  used here.
 
 All functions validate their inputs and raise ``ValueError`` echoing the bad value
 (NaN, infinities, ε ≤ 0, δ ∉ (0, 1), σ ≤ 0, ...). Everything is plain float maths on
@@ -452,7 +454,7 @@ def _gdp_log_delta(mu: float, epsilon: float) -> float:
 
 
 def gdp_delta(mu: float, epsilon: float) -> float:
-    """δ(ε) of μ-GDP: ``Φ(-ε/μ + μ/2) - e^ε Φ(-ε/μ - μ/2)`` (Dong et al. Cor. 2.13; NOTES §5).
+    """δ(ε) of μ-GDP: ``Φ(-ε/μ + μ/2) - e^ε Φ(-ε/μ - μ/2)`` (Dong et al. Cor. 2.13).
 
     >>> round(gdp_delta(1.0, 1.0), 6)
     0.126937
@@ -510,7 +512,8 @@ def gdp_sigma(epsilon: float, delta: float, sensitivity: float = 1.0, compositio
     """Noise scale for ``compositions`` Gaussian measurements of L2 sensitivity Δ whose
     composition is (ε, δ)-DP: ``σ = Δ sqrt(k) / μ(ε, δ)`` (Thm 2.7 + Cor. 3.3 + Cor. 2.13).
 
-    The AGM write-up uses k = 66 measurements with C = 150 at (1, 2.5e-5) (NOTES §5: σ ≈ 4290).
+    The AGM write-up uses k = 66 measurements with C = 150 at (1, 2.5e-5): σ ≈ 4290
+    (the write-up quotes 5739.36; see docs/notes/adaptive_grid.md).
     """
     d = check_sensitivity(sensitivity)
     if isinstance(compositions, bool) or not isinstance(compositions, (int, np.integer)) or compositions < 1:

@@ -6,7 +6,7 @@ A :class:`BudgetLedger` holds a total budget in one *currency*:
   applied at every Rényi order); the final (ε, δ) follows from Prop. 4 or, optionally,
   the Canonne–Kamath–Steinke 2020 conversion (see :mod:`margsynth.privacy.accounting`).
 - ``"gdp"`` — μ of Gaussian DP (Dong, Roth & Su 2019). Costs compose as
-  ``sqrt(Σ μ_i²)`` (Cor. 3.3); the final (ε, δ) follows from Cor. 2.13 (NOTES §5).
+  ``sqrt(Σ μ_i²)`` (Cor. 3.3); the final (ε, δ) follows from Cor. 2.13.
 
 Each measurement or selection is recorded with :meth:`BudgetLedger.charge` *before*
 its noise is drawn; a charge that would overspend raises ``ValueError`` and leaves the

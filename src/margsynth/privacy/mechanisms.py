@@ -8,7 +8,8 @@ input or an overspending charge raises ``ValueError`` with the generator untouch
 Seeded noise exists to reproduce papers; it is not meant for production releases
 (floating-point Gaussian/Laplace samplers are not side-channel safe).
 
-Costs (NIST-MST paper numbering, ``../shared/papers/nist-mst-and-mst.txt``):
+Costs (numbering of McKenna, Miklau & Sheldon, "Winning the NIST Contest", JPC 2021,
+arXiv:2108.04978):
 
 ==========================  ==================  ===================================
 primitive                   guarantee           zCDP cost

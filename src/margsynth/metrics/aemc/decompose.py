@@ -4,8 +4,8 @@ Two cases, both exact:
 
 - **∞-weighted attributes** (Eq. 2): bins that differ on such an attribute never
   exchange mass, so the problem is one sub-problem per value combination of
-  those attributes and the optimum is the sum of the sub-optima (issue 3,
-  "independent components when a weight is ∞").
+  those attributes and the optimum is the sum of the sub-optima (independent
+  components when a weight is ∞).
 - **Relaxing an ordinal attribute, then proving it did not matter.** Dropping
   the neighbour arcs (§6.3) of one ``line`` attribute (e.g. ``month``) splits
   the flow network of Appendix A into one network per value of it, joined only

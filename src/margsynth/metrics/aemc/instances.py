@@ -1,7 +1,7 @@
 """Random AEMC instances for differential tests and notebook 02.
 
 :func:`random_problem` draws small instances covering what the solvers must
-agree on (issue 3): ordinal and categorical attributes, random nested
+agree on: ordinal and categorical attributes, random nested
 hierarchies used at random levels, ∞ weights, ``steps``/``uniform``/metric
 overrides, Δ = 0, α ≠ 1, all-zero bins, unequal totals, half-integer counts.
 Weights are ratios of small integers so the flow's exact scaling applies.

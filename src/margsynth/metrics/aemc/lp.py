@@ -97,7 +97,7 @@ def solve_lp(prob: AEMCProblem, *, graph: str = "auto", lp_solver: str = "HIGHS"
             (np.concatenate([np.ones(E), -np.ones(E)]), (np.concatenate([head, tail]), np.tile(np.arange(E), 2))),
             shape=(n, E),
         )
-        # bin results after moving; the authors' variant lets them go below 0 (NOTES §1)
+        # bin results after moving; the authors' variant lets them go below 0 (docs/notes/mgd_baltimore.md)
         y = cp.Variable(T, nonneg=not prob.allow_negative)
         u = cp.Variable(T, nonneg=True)  # penalised excess beyond Δ
         net = A @ x if E else np.zeros(n)

@@ -10,7 +10,7 @@ those few ulps for each value and the optimum, an integer ``C``, gives the AEMC 
 fraction ``C/(s_cost·s_cap)``. Values that are not such rationals (or need a
 scale that overflows 64 bits) are refused with a ``ValueError``: they must go
 to the LP, or be rounded on purpose with a reported error bound — never
-silently (issue 3, "non-integer counts are scored exactly").
+silently (non-integer counts are scored exactly).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ average, Eq. (3).
 An attribute may instead carry a :class:`Distance` *override*: absolute
 per-attribute moving costs that replace ``w_a · sd_a`` (paper §5.2 allows a
 user-given distance). It is how the configuration the published Baltimore
-numbers were made with (design NOTES §1: ordinal cost per step, categorical
+numbers were made with (docs/notes/mgd_baltimore.md: ordinal cost per step, categorical
 cost = weight) is stated as a spec; such attributes are left out of the
 "finite weights sum to 1" check because their weight is already inside the
 costs.
@@ -49,7 +49,7 @@ def _check_number(value, what: str, *, allow_inf: bool = False) -> float:
 
 @dataclass(frozen=True)
 class Distance:
-    """A per-attribute moving-cost override (paper §5.2, design NOTES §1).
+    """A per-attribute moving-cost override (paper §5.2; docs/notes/mgd_baltimore.md).
 
     ``kind`` is one of
 

@@ -1,50 +1,48 @@
-"""Generate notebooks/08_privsyn.ipynb (stored without outputs).
+# ---
+# jupyter:
+#   jupytext:
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
 
-Run from the repository root: ``.venv/bin/python tools/notebooks/make_08.py``.
-"""
+# %% [markdown]
+# # 08 — PrivSyn: selection, GUM vs Private-PGM, and MST
+#
+# PrivSyn (Z. Zhang, T. Wang, N. Li, J. Honorio, M. Backes, S. He, J. Chen & Y. Zhang, *PrivSyn: Differentially
+# Private Data Synthesis*, USENIX Security 2021, arXiv:2012.15128; what the paper leaves open, and how we settled
+# it, is in docs/notes/privsyn.md) spends 10% of its zCDP budget on a noisy InDif score for every attribute pair,
+# selects pairs greedily (Algorithm 1: add the pair that most lowers *noise error of the selected
+# marginals under the Eq. 1 allocation ρ_i ∝ c_i^{2/3}* + *dependency error (noisy InDif) of the rest*,
+# stop when that estimate stops improving), merges small cliques of selected pairs into multi-way
+# marginals (Algorithm 2, γ = 5000 cells), measures them with the Gaussian mechanism, makes them
+# consistent (§4.3) and generates records with GUM (§5.2), which edits a random dataset until its
+# marginals match.
+#
+# Two generators × two selections, all in the mechanism registry (`margsynth synth NAME`):
+#
+# | registry name | selection and measurements | generator |
+# |---|---|---|
+# | `privsyn` | PrivSyn (Algorithms 1–2, Eq. 1) | §4.3 consistency + GUM |
+# | `privsyn-pgm` | the same noisy marginals (same seed) | Private-PGM + Algorithms 7–8 |
+# | `mst` | MST (Algorithm 6, a private spanning tree) | Private-PGM + Algorithms 7–8 |
+# | `mst-gum` | the same noisy marginals (same seed) | §4.3 consistency + GUM |
+#
+# Utility: mean total-variation distance over **all** 2-way and 3-way marginals, and the mean absolute
+# error (as a fraction of records) of 3-attribute range queries on the ordinal/binary attributes
+# (a seeded workload shared by all mechanisms, `margsynth.experiments.privsyn.range_workload`); the full
+# profile adds the PrivPGD paper's counting queries (Eq. 9, `margsynth.metrics.evaluation`).
+# Private-PGM is not fitted when the selected cliques triangulate into a junction tree over
+# `memory_limit_mb`; such runs are listed as *model too large* — the failure mode PrivSyn §5 cites
+# for dense marginal sets.
 
-from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
-
-from make_notebook import write_notebook  # noqa: E402
-
-# fmt: off
-CELLS = [
-    ("md", r"""
-# 08 — PrivSyn: selection, GUM vs Private-PGM, and MST
-
-PrivSyn (Zhang et al., USENIX Security 2021; `../shared/papers/privsyn-selection-and-gum-excerpt.txt`
-with `NOTES.md` §2) spends 10% of its zCDP budget on a noisy InDif score for every attribute pair,
-selects pairs greedily (Algorithm 1: add the pair that most lowers *noise error of the selected
-marginals under the Eq. 1 allocation ρ_i ∝ c_i^{2/3}* + *dependency error (noisy InDif) of the rest*,
-stop when that estimate stops improving), merges small cliques of selected pairs into multi-way
-marginals (Algorithm 2, γ = 5000 cells), measures them with the Gaussian mechanism, makes them
-consistent (§4.3) and generates records with GUM (§5.2), which edits a random dataset until its
-marginals match.
-
-Two generators × two selections, all in the mechanism registry (`margsynth synth NAME`):
-
-| registry name | selection and measurements | generator |
-|---|---|---|
-| `privsyn` | PrivSyn (Algorithms 1–2, Eq. 1) | §4.3 consistency + GUM |
-| `privsyn-pgm` | the same noisy marginals (same seed) | Private-PGM + Algorithms 7–8 |
-| `mst` | MST (Algorithm 6, a private spanning tree) | Private-PGM + Algorithms 7–8 |
-| `mst-gum` | the same noisy marginals (same seed) | §4.3 consistency + GUM |
-
-Utility: mean total-variation distance over **all** 2-way and 3-way marginals, and the mean absolute
-error (as a fraction of records) of 3-attribute range queries on the ordinal/binary attributes
-(a seeded workload shared by all mechanisms, `margsynth.experiments.privsyn.range_workload`); the full
-profile adds the PrivPGD paper's counting queries (Eq. 9, `margsynth.metrics.evaluation`).
-Private-PGM is not fitted when the selected cliques triangulate into a junction tree over
-`memory_limit_mb`; such runs are listed as *model too large* — the failure mode PrivSyn §5 cites
-for dense marginal sets.
-"""),
-    ("params", r"""
+# %% tags=["parameters"]
 profile = "quick"  # "quick" (CI, ~1.5-2 min on 2 cores) or "full" (6 eps x 5 seeds + counting queries: ~2 CPU-hours, ~1 h on 2 cores)
 epsilons = None  # None: the profile's (quick: 0.3, 1, 4; full: 0.1, 0.3, 1, 2, 4, 10)
 seeds = None  # None: the profile's (quick: 0; full: 0..4)
@@ -53,8 +51,8 @@ delta = 1e-9
 trace_epsilon = 1.0  # the epsilon whose selection trace and budget table are shown in detail
 memory_limit_mb = None  # largest Private-PGM junction tree fitted; None: the profile's (64 MiB)
 workers = None  # local worker processes; None: the profile's
-"""),
-    ("code", r"""
+
+# %%
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -73,8 +71,8 @@ trace_epsilon = min(epsilons, key=lambda e: abs(np.log(e / trace_epsilon)))
 order = list(exp.MECHANISMS.values())
 print(f"profile={profile} datasets={datasets} epsilons={epsilons} seeds={seeds} delta={delta} "
       f"memory_limit_mb={memory_limit_mb} trace_epsilon={trace_epsilon}")
-"""),
-    ("code", r"""
+
+# %%
 res = exp.compare(
     datasets, epsilons, seeds, workers=workers, delta=delta, mst_iters=settings["mst_iters"],
     pgm_iters=settings["pgm_iters"], memory_limit_mb=memory_limit_mb, n_queries=settings["n_queries"],
@@ -91,15 +89,15 @@ assert set(runs.loc[runs["status"] != "ok", "mechanism"]) <= {"privsyn-pgm"}
 summary = exp.summarise(runs, ("tv_2way", "tv_3way", "range_queries", "counting_queries"))
 save_table(summary, "08_privsyn_summary")
 summary.round(4)
-"""),
-    ("md", r"""
-## Selection trace (Algorithm 1)
 
-Algorithm 1's error estimate `E_t` after each greedy step (step 0: nothing selected, every pair
-contributes its noisy InDif), down to the step where the best remaining pair no longer lowers it (the
-open marker). Larger ε makes noise cheaper, so more pairs are selected before the estimate turns.
-"""),
-    ("code", r"""
+# %% [markdown]
+# ## Selection trace (Algorithm 1)
+#
+# Algorithm 1's error estimate `E_t` after each greedy step (step 0: nothing selected, every pair
+# contributes its noisy InDif), down to the step where the best remaining pair no longer lowers it (the
+# open marker). Larger ε makes noise cheaper, so more pairs are selected before the estimate turns.
+
+# %%
 sel = selection.copy()
 sel["error / E0"] = sel["error"] / sel.groupby(["dataset", "epsilon", "seed"])["error"].transform("first")
 sel = sel[sel["seed"] == seeds[0]]
@@ -116,8 +114,8 @@ save_figure(fig, "08_privsyn_selection_trace")
 steps = sel[(sel["epsilon"] == trace_epsilon)][["dataset", "step", "chosen", "error", "accepted"]]
 save_table(steps, "08_privsyn_selection_steps")
 steps.groupby("dataset").head(12)
-"""),
-    ("code", r"""
+
+# %%
 b = budget[(budget["epsilon"] == trace_epsilon) & (budget["seed"] == seeds[0])].copy()
 b["kind"] = np.where(b["order"] == 1, "1-way", np.where(b["order"] == 2, "pair", "combined clique"))
 fig, axes = plt.subplots(1, len(datasets), figsize=(5.2 * len(datasets), 4.2), squeeze=False)
@@ -132,14 +130,14 @@ axes[0][-1].legend(handles, ["combined clique (Alg. 2)", "pair", "1-way"], loc="
 fig.suptitle("Budget per measured marginal (Eq. 1: rho_i ∝ cells^(2/3); 1-way marginals: 10% of rho, split evenly)")
 save_figure(fig, "08_privsyn_budget")
 b[["dataset", "clique", "cells", "rho", "sigma", "share"]].groupby("dataset").head(8).round(5)
-"""),
-    ("md", r"""
-## PrivSyn + GUM vs PrivSyn selection + Private-PGM vs MST
 
-Each panel: one dataset and one metric against ε (log–log; mean over seeds, bars: standard
-deviation). A missing PrivSyn + Private-PGM point is a model that was too large to fit (table below).
-"""),
-    ("code", r"""
+# %% [markdown]
+# ## PrivSyn + GUM vs PrivSyn selection + Private-PGM vs MST
+#
+# Each panel: one dataset and one metric against ε (log–log; mean over seeds, bars: standard
+# deviation). A missing PrivSyn + Private-PGM point is a model that was too large to fit (table below).
+
+# %%
 metrics = [m for m in ("tv_2way", "tv_3way", "range_queries", "counting_queries") if runs[m].notna().any()]
 long = ok.melt(id_vars=["dataset", "epsilon", "seed", "label"], value_vars=metrics, var_name="metric", value_name="error")
 g = sns.relplot(
@@ -156,24 +154,24 @@ g.figure.suptitle(f"PrivSyn vs MST, GUM vs Private-PGM (delta={delta:g})", y=1.0
 save_figure(g.figure, "08_privsyn_vs_mst")
 table = summary.pivot_table(index=["dataset", "epsilon"], columns="label", values="tv_3way")[order]
 table.round(4)
-"""),
-    ("code", r"""
+
+# %%
 refused = runs[runs["status"] != "ok"][["dataset", "epsilon", "seed", "label", "marginals", "junction_tree_mb"]]
 save_table(refused, "08_privsyn_model_too_large")
 sizes = runs[runs["mechanism"] == "privsyn-pgm"].pivot_table(index="epsilon", columns="dataset", values="junction_tree_mb")
 print(f"Private-PGM junction tree of PrivSyn's selection, MiB (limit {memory_limit_mb:g}):")
 print(sizes.round(2).to_string())
 refused
-"""),
-    ("md", r"""
-## GUM convergence
 
-Mean and largest total-variation distance between the synthetic and the (consistent, noisy) target
-marginals after each GUM round, and the fraction of records changed per round (round 0: the
-initial dataset drawn from the 1-way marginals). The update rate α decays by 0.85 per round from 1
-to a floor of 0.02; GUM stops once a round changes fewer than 0.1% of the records, or after 50 rounds.
-"""),
-    ("code", r"""
+# %% [markdown]
+# ## GUM convergence
+#
+# Mean and largest total-variation distance between the synthetic and the (consistent, noisy) target
+# marginals after each GUM round, and the fraction of records changed per round (round 0: the
+# initial dataset drawn from the 1-way marginals). The update rate α decays by 0.85 per round from 1
+# to a floor of 0.02; GUM stops once a round changes fewer than 0.1% of the records, or after 50 rounds.
+
+# %%
 tr = traces[traces["seed"] == seeds[0]].melt(
     id_vars=["dataset", "label", "epsilon", "round"], value_vars=["mean_tv", "max_tv", "changed_fraction"],
     var_name="quantity", value_name="value",
@@ -191,32 +189,24 @@ last = traces.sort_values("round").groupby(["dataset", "label", "epsilon", "seed
 last = last.sort_values(["dataset", "label", "epsilon", "seed"])
 save_table(last, "08_privsyn_gum_final_round")
 last[["dataset", "label", "epsilon", "seed", "round", "mean_tv", "max_tv", "changed_fraction"]].round(4)
-"""),
-    ("md", r"""
-Reading the results (our quick-profile run: one seed; the full profile's five seeds give the spread).
 
-- **nltcs** (16 binary, strongly dependent attributes): PrivSyn selects (nearly) all 120 pairs and
-  Algorithm 2 merges them into a few large cliques; with either generator it is several times more
-  accurate than MST, whose 15-pair spanning tree cannot express the dependencies (its error hardly
-  moves with ε). The whole nltcs domain has only 2^16 cells, so Private-PGM fits PrivSyn's dense
-  selection exactly and matches GUM, at one to two orders of magnitude more running time.
-- **adult**: the junction tree of PrivSyn's selection grows from KiB at ε = 0.3 to hundreds of MiB
-  at ε = 4 (over 1 GiB at ε = 10): there Private-PGM is refused and only GUM can generate — the
-  argument of PrivSyn §5. Where both fit, Private-PGM on the same noisy marginals is somewhat more
-  accurate than GUM. MST is the best of the four at the smallest ε (few, cheap measurements), and
-  PrivSyn + GUM is the best from ε ≈ 2–4 on, where MST's tree stops improving. Range and counting
-  queries order the mechanisms the same way.
-- **GUM** brings the mean TV to its targets down by an order of magnitude in the first few rounds;
-  on MST's tree it then meets its stopping rule (< 0.1% of records changed), while on PrivSyn's
-  dense, overlapping noisy marginals it levels off and runs to the 50-round cap, still moving a
-  small fraction of records per round.
-- Algorithm 1 stops at the first step that does not lower its error estimate (open markers); at
-  larger ε noise is cheaper and more pairs are selected.
-"""),
-]
-# fmt: on
-
-if __name__ == "__main__":
-    out = ROOT / "notebooks" / "08_privsyn.ipynb"
-    write_notebook(out, CELLS)
-    print(f"wrote {out}")
+# %% [markdown]
+# Reading the results (our quick-profile run: one seed; the full profile's five seeds give the spread).
+#
+# - **nltcs** (16 binary, strongly dependent attributes): PrivSyn selects (nearly) all 120 pairs and
+#   Algorithm 2 merges them into a few large cliques; with either generator it is several times more
+#   accurate than MST, whose 15-pair spanning tree cannot express the dependencies (its error hardly
+#   moves with ε). The whole nltcs domain has only 2^16 cells, so Private-PGM fits PrivSyn's dense
+#   selection exactly and matches GUM, at one to two orders of magnitude more running time.
+# - **adult**: the junction tree of PrivSyn's selection grows from KiB at ε = 0.3 to hundreds of MiB
+#   at ε = 4 (over 1 GiB at ε = 10): there Private-PGM is refused and only GUM can generate — the
+#   argument of PrivSyn §5. Where both fit, Private-PGM on the same noisy marginals is somewhat more
+#   accurate than GUM. MST is the best of the four at the smallest ε (few, cheap measurements), and
+#   PrivSyn + GUM is the best from ε ≈ 2–4 on, where MST's tree stops improving. Range and counting
+#   queries order the mechanisms the same way.
+# - **GUM** brings the mean TV to its targets down by an order of magnitude in the first few rounds;
+#   on MST's tree it then meets its stopping rule (< 0.1% of records changed), while on PrivSyn's
+#   dense, overlapping noisy marginals it levels off and runs to the 50-round cap, still moving a
+#   small fraction of records per round.
+# - Algorithm 1 stops at the first step that does not lower its error estimate (open markers); at
+#   larger ε noise is cheaper and more pairs are selected.
