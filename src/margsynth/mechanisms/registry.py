@@ -149,3 +149,13 @@ register(
     "margsynth.inference.privpgd:PrivPGD.preset",
     description="PrivPGD (Donhauser et al. 2024): particle gradient descent on sliced Wasserstein (--preset default|fast)",
 )
+register(
+    "rap",
+    "margsynth.mechanisms.rap:RAP.preset",
+    description="RAP (Aydore et al. 2021): relaxed adaptive projection on all 2-way marginal queries (--preset default|fast)",
+)
+register(
+    "gem",
+    "margsynth.mechanisms.gem:GEM.preset",
+    description="GEM (Liu, Vietri & Wu 2021): generator network + exponential mechanism, all 2-way marginals (--preset default|fast)",
+)
