@@ -200,3 +200,26 @@ def test_bad_inputs_are_refused():
         w.relaxed_answers(torch.zeros(2, 3))
     with pytest.raises(ValueError, match="k must"):
         select_queries(np.ones(3), 0, 0.1, np.random.default_rng(0), ledger=None)
+
+
+def test_block_softmax_and_sample_records():
+    w = MarginalQueries.all_kway(DOM, 2)
+    logits = torch.randn(4, w.n_columns, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    P = w.block_softmax(logits)
+    for i in range(len(DOM)):
+        blk = P[:, w.offsets[i] : w.offsets[i + 1]]
+        torch.testing.assert_close(blk, logits[:, w.offsets[i] : w.offsets[i + 1]].softmax(-1))
+    # one-hot rows: sampling with replacement reproduces the rows' distribution exactly in the limit
+    data = _data(n=6, seed=8)
+    onehot = w.one_hot(data, dtype=np.float64)
+    s = w.sample_records(onehot, 3000, np.random.default_rng(0))
+    rows = {tuple(r) for r in data.codes.tolist()}
+    assert {tuple(r) for r in s.codes.tolist()} <= rows
+    # a mixture of product distributions: empirical answers approach the relaxed answers
+    probs = P.numpy()
+    s = w.sample_records(probs, 40_000, np.random.default_rng(1))
+    np.testing.assert_allclose(w.answers(s), w.relaxed_answers(P).numpy(), atol=0.015)
+    # same seed, same records
+    a = w.sample_records(probs, 50, np.random.default_rng(5))
+    b = w.sample_records(probs, 50, np.random.default_rng(5))
+    assert a.equals(b)

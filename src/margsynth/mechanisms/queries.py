@@ -215,7 +215,7 @@ class MarginalQueries:
         a point of the simplex. Query ``q`` with columns ``j_1..j_k`` gets
         ``(1/n) Σ_r Π_l X[r, j_l]`` — RAP Eq. (2); for one-hot rows it is exactly
         :meth:`answers`. All 2-way workloads use the Gram matrix ``XᵀX / n`` (one matrix
-        product); otherwise products are gathered in chunks. Returns a ``(len(ids),)`` tensor
+        product) when many queries are asked; otherwise products are gathered (in chunks). Returns a ``(len(ids),)`` tensor
         (all queries if ``ids`` is None) on ``X``'s device and dtype.
         """
         import torch
@@ -230,11 +230,16 @@ class MarginalQueries:
         k = cols.shape[1]
         if k == 1:
             return X.mean(dim=0)[torch.from_numpy(cols[:, 0].copy()).to(X.device)]
-        if k == 2 and not (cols == self.n_columns).any() and cols.shape[0] >= self.n_columns:
+        if k == 2 and not (cols == self.n_columns).any() and cols.shape[0] >= 8 * self.n_columns:
             G = (X.T @ X) / n
             a = torch.from_numpy(cols[:, 0].copy()).to(X.device)
             b = torch.from_numpy(cols[:, 1].copy()).to(X.device)
             return G[a, b]
+        if k == 2 and not (cols == self.n_columns).any():
+            XT = X.T.contiguous()  # rows of XT are columns of X: contiguous gathers
+            a = torch.from_numpy(cols[:, 0].copy()).to(X.device)
+            b = torch.from_numpy(cols[:, 1].copy()).to(X.device)
+            return (XT.index_select(0, a) * XT.index_select(0, b)).mean(dim=1)
         Xp = torch.cat([X, torch.ones(n, 1, dtype=X.dtype, device=X.device)], dim=1)
         step = max(1, _CHUNK_ELEMENTS // max(1, n * k))
         out = []
@@ -242,6 +247,37 @@ class MarginalQueries:
             c = torch.from_numpy(cols[s : s + step]).to(X.device)
             out.append(Xp[:, c].prod(dim=-1).mean(dim=0))
         return torch.cat(out) if out else X.new_zeros(0)
+
+    def block_softmax(self, logits):
+        """Softmax within each attribute's block of columns: ``(n, D)`` free parameters →
+        ``(n, D)`` rows of product distributions (RAP's softmax parameterisation of the
+        relaxed one-hot rows; GEM's output activation)."""
+        import torch
+
+        o = self.offsets
+        return torch.cat([logits[:, int(o[i]) : int(o[i + 1])].softmax(dim=-1) for i in range(len(o) - 1)], dim=1)
+
+    def sample_records(self, probs: np.ndarray, n: int, rng: np.random.Generator) -> Dataset:
+        """``n`` records from the uniform mixture of the product distributions ``probs``
+        (``(rows, D)``, each block on its simplex): a row uniformly at random, then each
+        attribute from that row's block (inverse-CDF draws from ``rng``; same seed, same
+        records)."""
+        P = np.asarray(probs, dtype=np.float64)
+        if P.ndim != 2 or P.shape[1] != self.n_columns or P.shape[0] == 0:
+            raise ValueError(f"probs must be an (rows, {self.n_columns}) array, got shape {P.shape}")
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"n must be a positive integer, got {n!r}")
+        if not isinstance(rng, np.random.Generator):
+            raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+        rows = rng.integers(0, P.shape[0], size=int(n))
+        codes = np.empty((int(n), len(self.domain)), dtype=np.int64)
+        for i in range(len(self.domain)):
+            block = np.clip(P[:, self.offsets[i] : self.offsets[i + 1]], 0.0, None)
+            cdf = np.cumsum(block, axis=1)
+            cdf /= cdf[:, -1:]
+            u = rng.random(int(n))
+            codes[:, i] = np.minimum((u[:, None] >= cdf[rows]).sum(axis=1), block.shape[1] - 1)
+        return Dataset(codes, self.domain)
 
     # ------------------------------------------------------------------ privacy
     def cliques_touched(self, ids: np.ndarray | Sequence[int]) -> int:
@@ -333,7 +369,9 @@ def query_scores(counts: np.ndarray, synthetic_answers: np.ndarray, n_hat: float
     return np.abs(np.asarray(counts, np.float64) - float(n_hat) * np.asarray(synthetic_answers, np.float64))
 
 
-def clique_scores(workload: MarginalQueries, counts: np.ndarray, synthetic_answers: np.ndarray, n_hat: float) -> np.ndarray:
+def clique_scores(
+    workload: MarginalQueries, counts: np.ndarray, synthetic_answers: np.ndarray, n_hat: float
+) -> np.ndarray:
     """Per-marginal quality ``Σ_{q∈C} |c_q(D) − n̂ a_q(X)|`` (L1 error of the marginal in counts;
     sensitivity 1 in ``D`` since a record moves one cell of each marginal by 1)."""
     err = query_scores(counts, synthetic_answers, n_hat)

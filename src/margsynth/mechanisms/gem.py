@@ -1,0 +1,325 @@
+"""GEM — Generative networks with the Exponential Mechanism.
+
+Liu, Vietri & Wu, "Iterative Methods for Private Synthetic Data: Unifying Framework and New
+Methods", NeurIPS 2021 (arXiv:2106.07153); §3 (the Adaptive Measurements framework,
+Algorithm 1) and §4 (GEM: the generator network, the loss, the exponential moving average).
+
+Pipeline of :meth:`GEM.run` (workload: all ``degree``-way marginals, as the PrivPGD paper §4
+ran it)::
+
+    MEASURE   n̂ = n + N(0, σ²)                  (share ``total_share``; normalises counts)
+    for t = 1..T
+      SELECT    the worst-answered candidate by the exponential mechanism (Alg. 1 line 4):
+                a whole marginal (``select="marginal"``, quality = its L1 error in counts) or
+                one query (``select="query"``, as the authors' code), share ``select_share``/T
+      MEASURE   its counts with Gaussian noise (Alg. 1 line 5), the rest of the round's share
+      GENERATE  gradient steps (Adam) on the generator's parameters θ, loss = mean over all
+                measured queries of |â_q − q(G_θ(z))| (§4, the L1 loss), early-stopped;
+                P_ema ← β P_ema + (1 − β) G_θ(z)   (§4, exponential moving average)
+    OUTPUT    records sampled from the mixture of the rows of P_ema
+
+The generator ``G_θ`` maps a fixed batch of ``batch_size`` Gaussian vectors ``z`` through an
+MLP with residual blocks (Linear → BatchNorm → ReLU, concatenated with the input, as the
+CTGAN generator the authors build on) to ``D`` logits, softmaxed per attribute: each output
+row is a product distribution and the synthetic distribution is their uniform mixture, so a
+marginal query's answer is the differentiable average of products of softmax entries
+(:meth:`~margsynth.mechanisms.queries.MarginalQueries.relaxed_answers`).
+
+Privacy is accounted in zCDP under the project's add/remove-one relation (counts, a private
+``n̂``; ``docs/notes/query_baselines.md``) and converted to (ε, δ) as for MST and AIM; every
+selection and measurement is charged before its draw. ``device="cpu"|"cuda"`` (a missing GPU
+is an error, never a silent CPU fallback); the network is initialised and ``z`` drawn from
+CPU generators seeded from ``rng``, so the same seed gives the same bytes on the CPU.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, replace
+
+import numpy as np
+
+from ..dataset import Dataset
+from ..privacy import BudgetLedger
+from .base import SynthesisResult, check_run_inputs
+from .queries import MarginalQueries, clique_scores, measure_queries, measure_total, query_scores, select_queries
+from .rap import _SAFETY, _fraction, _pos_float, _pos_int, adam_steps, check_device
+
+__all__ = ["PRESETS", "SELECTIONS", "GEM", "build_generator"]
+
+SELECTIONS = ("marginal", "query")
+_CONVERSIONS = ("cks", "prop4")
+
+
+def build_generator(embedding_dim: int, hidden: tuple[int, ...], out_dim: int, seed: int):
+    """The generator MLP: residual blocks ``x ↦ [ReLU(BN(Wx + b)), x]`` of widths ``hidden``
+    then a linear map to ``out_dim`` logits (GEM §4, after CTGAN's generator). Parameters
+    are initialised from a torch generator seeded with ``seed`` (the global torch RNG is left
+    as it was)."""
+    import torch
+    from torch import nn
+
+    class Residual(nn.Module):
+        def __init__(self, i: int, o: int) -> None:
+            super().__init__()
+            self.fc = nn.Linear(i, o)
+            self.bn = nn.BatchNorm1d(o)
+
+        def forward(self, x):
+            return torch.cat([torch.relu(self.bn(self.fc(x))), x], dim=1)
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        layers, dim = [], embedding_dim
+        for h in hidden:
+            layers.append(Residual(dim, h))
+            dim += h
+        layers.append(nn.Linear(dim, out_dim))
+        return nn.Sequential(*layers)
+
+
+@dataclass(frozen=True)
+class GEM:
+    """GEM hyperparameters (budget split in named fields; see the module docstring).
+
+    Parameters
+    ----------
+    degree:
+        Workload: all ``degree``-way marginals (2, as the PrivPGD paper).
+    rounds:
+        ``T``, adaptive rounds (capped at the number of candidates).
+    select:
+        ``"marginal"`` (measure the selected marginal whole) or ``"query"`` (one query a round,
+        as the authors' code).
+    batch_size:
+        Rows of ``z`` (the synthetic mixture's components; the authors' ``syndata_size`` 1000).
+    embedding_dim, hidden:
+        Width of ``z`` and of the residual blocks.
+    lr, iters, tol, patience:
+        Adam learning rate, at most ``iters`` steps per round, early-stopping rule.
+    ema_beta:
+        β of the exponential moving average of the generator's outputs across rounds.
+    total_share:
+        Share of ρ spent on the record count ``n̂``.
+    select_share:
+        Share of each round's budget spent on selection.
+    synthetic_records, conversion, threads, progress:
+        As for :class:`~margsynth.mechanisms.rap.RAP`.
+    """
+
+    degree: int = 2
+    rounds: int = 60
+    select: str = "marginal"
+    batch_size: int = 1000
+    embedding_dim: int = 128
+    hidden: tuple[int, ...] = (256, 256)
+    lr: float = 1e-3
+    iters: int = 100
+    tol: float = 1e-4
+    patience: int = 10
+    ema_beta: float = 0.5
+    total_share: float = 0.01
+    select_share: float = 0.5
+    synthetic_records: int | None = None
+    conversion: str = "cks"
+    threads: int | None = 1
+    progress: bool = True
+
+    name = "gem"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.hidden, list):
+            object.__setattr__(self, "hidden", tuple(self.hidden))
+
+    @classmethod
+    def preset(cls, preset: str = "default", **overrides) -> GEM:
+        """``"default"`` or ``"fast"`` (see :data:`PRESETS`) with ``overrides`` replacing fields
+        (the registry's ``gem`` factory; ``margsynth synth gem --preset NAME``)."""
+        if preset not in PRESETS:
+            raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(PRESETS)}")
+        return replace(PRESETS[preset], **overrides)
+
+    def parameters(self) -> dict:
+        p = asdict(self)
+        p["hidden"] = list(self.hidden)
+        return p
+
+    def validate(
+        self,
+        data: Dataset,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        rng: np.random.Generator | None = None,
+        device: str | None = None,
+    ) -> None:
+        """Every check, before any noise: hyperparameters, data, (ε, δ), ``rng``, device."""
+        for f in ("degree", "rounds", "batch_size", "embedding_dim", "iters", "patience"):
+            _pos_int(f, getattr(self, f))
+        if not isinstance(self.hidden, tuple) or not all(
+            not isinstance(h, bool) and isinstance(h, (int, np.integer)) and h >= 1 for h in self.hidden
+        ):
+            raise ValueError(f"hidden must be a tuple of positive integers, got {self.hidden!r}")
+        if self.batch_size < 2:
+            raise ValueError(f"batch_size must be at least 2 (batch normalisation), got {self.batch_size!r}")
+        for f in ("lr", "tol"):
+            _pos_float(f, getattr(self, f))
+        if isinstance(self.ema_beta, bool) or not isinstance(self.ema_beta, (int, float)) or not 0 <= self.ema_beta < 1:
+            raise ValueError(f"ema_beta must be in [0, 1), got {self.ema_beta!r}")
+        for f in ("total_share", "select_share"):
+            _fraction(f, getattr(self, f))
+        if self.select not in SELECTIONS:
+            raise ValueError(f"select must be one of {SELECTIONS}, got {self.select!r}")
+        if not isinstance(self.progress, (bool, np.bool_)):
+            raise ValueError(f"progress must be True or False, got {self.progress!r}")
+        if self.synthetic_records is not None:
+            _pos_int("synthetic_records", self.synthetic_records)
+        if self.conversion not in _CONVERSIONS:
+            raise ValueError(f"conversion must be one of {_CONVERSIONS}, got {self.conversion!r}")
+        if self.threads is not None:
+            _pos_int("threads", self.threads)
+        if epsilon is not None or delta is not None:
+            check_run_inputs(None, epsilon, delta, rng if rng is not None else np.random.default_rng(0))
+        elif rng is not None and not isinstance(rng, np.random.Generator):
+            raise ValueError(f"rng must be an explicit numpy.random.Generator, got {type(rng).__name__}")
+        if not isinstance(data, Dataset) or len(data) == 0:
+            raise ValueError("data must be a non-empty Dataset")
+        if self.degree > len(data.domain):
+            raise ValueError(f"degree {self.degree} exceeds the number of attributes ({len(data.domain)})")
+        if device is not None:
+            check_device(device)
+
+    def run(
+        self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, device: str = "cpu", **_: object
+    ) -> SynthesisResult:
+        """Synthesise records from ``data`` under (``epsilon``, ``delta``)-DP."""
+        self.validate(data, epsilon, delta, rng, device)
+        import torch
+
+        dev = check_device(device)
+        old = torch.get_num_threads()
+        if self.threads is not None:
+            torch.set_num_threads(self.threads)
+        try:
+            return self._run(data, float(epsilon), float(delta), rng, dev)
+        finally:
+            if self.threads is not None:
+                torch.set_num_threads(old)
+
+    def _run(self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, dev) -> SynthesisResult:
+        import torch
+        from tqdm.auto import tqdm
+
+        t0 = time.perf_counter()
+        seconds = {"select": 0.0, "measure": 0.0, "fit": 0.0}
+        workload = MarginalQueries.all_kway(data.domain, self.degree)
+        counts = workload.counts(data)  # sensitive; touched only through the mechanisms below
+        n_candidates = len(workload.cliques) if self.select == "marginal" else workload.n_queries
+        rounds = min(self.rounds, n_candidates)  # candidates are not re-selected
+
+        # budget: named shares of the largest rho that is (epsilon, delta)-DP
+        ledger = BudgetLedger.from_dp(epsilon, delta, conversion=self.conversion)
+        rho = ledger.total * _SAFETY
+        rho_total = rho * self.total_share
+        rho_round = rho * (1.0 - self.total_share) / rounds
+        rho_select, rho_measure = rho_round * self.select_share, rho_round * (1.0 - self.select_share)
+
+        # MEASURE the record count
+        n_hat = measure_total(data, rho_total, rng, ledger=ledger, label="measure total")
+
+        # the generator and its fixed noise batch, from CPU generators seeded by rng
+        seed_net, seed_z = (int(x) for x in rng.integers(0, 2**63 - 1, size=2))
+        net = build_generator(self.embedding_dim, self.hidden, workload.n_columns, seed_net).to(dev)
+        z = torch.randn(self.batch_size, self.embedding_dim, generator=torch.Generator().manual_seed(seed_z)).to(dev)
+
+        def output() -> torch.Tensor:
+            return workload.block_softmax(net(z))
+
+        measured = np.zeros(0, np.int64)
+        picked: list[int] = []
+        targets = torch.zeros(0, device=dev)
+        ema = None
+        trace = []
+        opt = torch.optim.Adam(net.parameters(), lr=self.lr)  # one optimiser across rounds (GEM keeps its state)
+        bar = tqdm(range(rounds), desc="GEM rounds", unit="round", disable=not self.progress, mininterval=0.5)
+        for t in bar:
+            with torch.no_grad():
+                current = workload.relaxed_answers(output()).double().cpu().numpy()
+            # SELECT by the exponential mechanism
+            ts = time.perf_counter()
+            if self.select == "marginal":
+                scores = clique_scores(workload, counts, current, n_hat)
+                j = select_queries(
+                    scores, 1, rho_select, rng, ledger=ledger, exclude=picked, label=f"select round {t + 1}"
+                )
+                ids = workload.ids_of(j)
+            else:
+                scores = query_scores(counts, current, n_hat)
+                j = select_queries(
+                    scores, 1, rho_select, rng, ledger=ledger, exclude=measured, label=f"select round {t + 1}"
+                )
+                ids = j
+            picked.extend(int(x) for x in j)
+            seconds["select"] += time.perf_counter() - ts
+            # MEASURE
+            ts = time.perf_counter()
+            m = measure_queries(workload, counts, ids, rho_measure, rng, ledger=ledger, label=f"measure round {t + 1}")
+            seconds["measure"] += time.perf_counter() - ts
+            measured = np.concatenate([measured, m.ids])
+            targets = torch.cat([targets, torch.as_tensor(m.y / n_hat, dtype=torch.float32, device=dev)])
+            # GENERATE: gradient steps on the L1 loss over all measured queries
+            ts = time.perf_counter()
+            sel = measured.copy()
+
+            def loss_fn(sel=sel, tg=targets):
+                return (workload.relaxed_answers(output(), sel) - tg).abs().mean()
+
+            steps, loss = adam_steps(opt, loss_fn, iters=self.iters, tol=self.tol, patience=self.patience)
+            with torch.no_grad():
+                out = output().double()
+                ema = out if ema is None else self.ema_beta * ema + (1.0 - self.ema_beta) * out
+            seconds["fit"] += time.perf_counter() - ts
+            trace.append(
+                {
+                    "round": t + 1,
+                    "selected": [int(x) for x in j],
+                    "measured": int(measured.size),
+                    "sigma": m.sigma,
+                    "steps": steps,
+                    "loss": loss,
+                }
+            )
+            bar.set_postfix(measured=int(measured.size), steps=steps, loss=f"{loss:.3g}")
+
+        # OUTPUT: sample records from the EMA of the generator's product distributions
+        ts = time.perf_counter()
+        probs = ema.cpu().numpy()
+        n_out = self.synthetic_records or max(int(round(n_hat)), 1)
+        synth = workload.sample_records(probs, n_out, rng)
+        seconds["sample"] = time.perf_counter() - ts
+        seconds["total"] = time.perf_counter() - t0
+        return SynthesisResult.from_ledger(
+            synth,
+            self.name,
+            self.parameters(),
+            ledger,
+            seconds,
+            {
+                "rho": ledger.total,
+                "n_hat": n_hat,
+                "selected": picked,
+                "measured": measured,
+                "trace": trace,
+                "device": str(dev),
+                "relaxed": probs,
+            },
+        )
+
+
+#: ``default``: T = 60 rounds, each measuring one whole 2-way marginal chosen by the exponential
+#: mechanism; a 1000-row batch, z of width 128, residual blocks (256, 256) (the authors' class
+#: defaults), Adam lr 1e-3, at most 100 steps per round (the authors' ``max_iters``), EMA β 0.5.
+#: ``fast``: T = 15 rounds, 300 rows, blocks (128, 128), at most 40 steps per round.
+PRESETS: dict[str, GEM] = {
+    "default": GEM(),
+    "fast": GEM(rounds=15, batch_size=300, embedding_dim=64, hidden=(128, 128), iters=40),
+}
