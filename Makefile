@@ -2,6 +2,7 @@
 #
 #   make reproduce [PROFILE=quick|full] [ONLY="01 02"]   execute the notebooks (papermill)
 #   make test                                              the whole test suite, notebooks included (quick)
+#   make docs                                              the HTML documentation, into docs/_build/html
 #   make setup | data | bench | lint | clean
 #
 # Data come from the pinned URLs, or from a local mirror: MARGSYNTH_DATA_MIRROR=/path/to/mirror.
@@ -14,7 +15,7 @@ ONLY    ?=
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 STAMP   := $(VENV)/.margsynth-installed
 
-.PHONY: setup data reproduce figures test test-fast bench lint clean
+.PHONY: setup data reproduce figures docs test test-fast bench lint clean
 
 setup: $(STAMP)
 
@@ -37,7 +38,13 @@ reproduce: data
 figures: setup
 	$(PY) -m margsynth reproduce --figures-only $(if $(ONLY),--only $(ONLY),)
 
-test: data
+# The API reference and reproduction notes (Sphinx + MyST). -E re-reads every page, so
+# docstring edits are always seen; -W --keep-going turns every warning into a failure.
+docs: setup
+	MPLBACKEND=Agg $(PY) -m sphinx -b html -E -W --keep-going -q docs docs/_build/html
+	@echo "documentation: docs/_build/html/index.html"
+
+test: data docs
 	$(PY) -m pytest -n 2 --dist loadgroup
 
 test-fast: setup
@@ -50,4 +57,4 @@ lint: setup
 	$(PY) -m ruff check src tests benchmarks
 
 clean:
-	rm -rf results figures/*.png figures/*.pdf .pytest_cache
+	rm -rf results figures/*.png figures/*.pdf .pytest_cache docs/_build

@@ -20,7 +20,8 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from margsynth.mechanisms.adagrid import AdaptiveGrid, adaptive_query, brute_force_sensitivity, column_norms
+from margsynth.experiments.adagrid import brute_force_sensitivity
+from margsynth.mechanisms.adagrid import AdaptiveGrid, adaptive_query, column_norms
 
 
 def best(fn, repeat=3):

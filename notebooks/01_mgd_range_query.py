@@ -15,7 +15,7 @@
 # %% [markdown]
 # # 01 — MGD vs range query (MGD paper, Table 1 and Figure 3)
 #
-# The MGD paper: Z. Li, T. Wang, T. Dang & N. Li, *MGD: A Utility Metric for Private Data Publication*, 8th
+# The MGD paper: Z. Li, T. Wang, T. Dang & N. Li, *MGD: A Utility Metric for Private Data Publication*,
 # International Conference on Networking, Systems and Security (NSysS 2021), ACM, doi:10.1145/3491371.3491385;
 # §5 (Figure 3) and Appendix B (Table 1).
 #

@@ -15,7 +15,7 @@
 # %% [markdown]
 # # 02 — AEMC: LP vs min-cost flow (MGD paper §6, §6.4, Appendix A)
 #
-# The MGD paper: Z. Li, T. Wang, T. Dang & N. Li, *MGD: A Utility Metric for Private Data Publication*, 8th
+# The MGD paper: Z. Li, T. Wang, T. Dang & N. Li, *MGD: A Utility Metric for Private Data Publication*,
 # International Conference on Networking, Systems and Security (NSysS 2021), ACM, doi:10.1145/3491371.3491385.
 #
 # 1. Agreement of every solver (LP of §6.1 in both forms, flow on the full graph of Appendix A.1 and on the

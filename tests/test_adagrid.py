@@ -12,10 +12,10 @@ import pytest
 import scipy.sparse as sp
 
 from margsynth import Dataset, Domain
+from margsynth.experiments.adagrid import brute_force_sensitivity
 from margsynth.mechanisms.adagrid import (
     AdaptiveGrid,
     adaptive_query,
-    brute_force_sensitivity,
     clipping_weights,
     column_norms,
     default_marginals,
@@ -356,13 +356,3 @@ def test_experiment_run_one_and_sensitivity_check(monkeypatch):
     sens = exp.sensitivity_check("nltcs", 0.1, clip=2.0, max_neighbours=50)
     assert (sens["max_ratio"] <= 1 + 1e-12).all() and sens["round"].tolist() == [1, 2, 3]
     assert (sens["bound"] == 2.0).all()
-
-
-def test_tv_error_zero_on_identical_and_one_on_disjoint():
-    from margsynth.experiments.adagrid import tv_error
-
-    dom = Domain.from_sizes({"a": 2, "b": 2})
-    d1 = Dataset(np.array([[0, 0], [0, 1]]), dom)
-    d2 = Dataset(np.array([[1, 0], [1, 1]]), dom)
-    assert tv_error(d1, d1, [("a",), ("a", "b")]).tolist() == [0.0, 0.0]
-    assert tv_error(d1, d2, [("a",)]).tolist() == [1.0]

@@ -40,6 +40,7 @@ def test_synth_then_evaluate_on_titanic(tmp_path, capsys):
             "iters=200",
             "-p",
             "select_iters=200",
+            "--allow-surrogate",  # offline: the surrogate (real data when present)
         ]
     )
     assert rc == 0
@@ -60,11 +61,12 @@ def test_synth_then_evaluate_on_titanic(tmp_path, capsys):
     assert _files(tmp_path / "syn") == ["titanic.csv", "titanic.csv.json"]  # no temp files left
     capsys.readouterr()
 
-    assert main(["evaluate", "--dataset", "titanic", "--synthetic", str(out), "--json"]) == 0
+    assert main(["evaluate", "--dataset", "titanic", "--synthetic", str(out), "--json", "--allow-surrogate"]) == 0
     values = json.loads(capsys.readouterr().out)
     assert list(values) == list(suite.DEFAULT_METRICS)
     assert all(0.0 <= v <= 1.0 for v in values.values())
-    assert main(["evaluate", "--dataset", "titanic", "--synthetic", str(out), "--metrics", "tv-2way,tv-1way"]) == 0
+    assert main(["evaluate", "--dataset", "titanic", "--synthetic", str(out), "--metrics", "tv-2way,tv-1way",
+                 "--allow-surrogate"]) == 0  # fmt: skip
     text = capsys.readouterr().out
     assert text.splitlines()[0].startswith("tv-2way") and "tv-1way" in text
 
@@ -89,6 +91,7 @@ def test_synth_then_evaluate_on_titanic(tmp_path, capsys):
                 "iters=200",
                 "-p",
                 "select_iters=200",
+                "--allow-surrogate",
             ]
         )
         == 0
@@ -193,7 +196,7 @@ def test_bad_input_is_clear_error_and_writes_nothing(tmp_path, capsys, monkeypat
 
     monkeypatch.setattr(registry, "create", lambda name, **kw: Spy(real_create(name, **kw)))
     out = tmp_path / "o.csv"
-    rc = main(["synth", *args, "--out", str(out)])
+    rc = main(["synth", *args, "--out", str(out), "--allow-surrogate"])
     assert rc == 2
     assert message in capsys.readouterr().err
     assert _files(tmp_path) == []
@@ -201,13 +204,14 @@ def test_bad_input_is_clear_error_and_writes_nothing(tmp_path, capsys, monkeypat
 
 
 def test_evaluate_errors(tmp_path, capsys):
-    assert main(["evaluate", "--dataset", "titanic", "--synthetic", str(tmp_path / "none.csv")]) == 2
+    ev = ["evaluate", "--dataset", "titanic", "--allow-surrogate"]
+    assert main([*ev, "--synthetic", str(tmp_path / "none.csv")]) == 2
     assert "does not exist" in capsys.readouterr().err
     bad = tmp_path / "bad.csv"
     pd.DataFrame({"Survived": [5]}).to_csv(bad, index=False)
-    assert main(["evaluate", "--dataset", "titanic", "--synthetic", str(bad)]) == 2
+    assert main([*ev, "--synthetic", str(bad)]) == 2
     assert "missing column" in capsys.readouterr().err
-    assert main(["evaluate", "--dataset", "titanic", "--synthetic", str(bad), "--metrics", "tv-9way"]) == 2
+    assert main([*ev, "--synthetic", str(bad), "--metrics", "tv-9way"]) == 2
     assert "unknown metric" in capsys.readouterr().err
 
 
@@ -268,7 +272,8 @@ def test_evaluation_metrics_merge_in_with_one_tv_2way():
 
 def test_privpgd_preset_and_device_flags(tmp_path, capsys):
     out = tmp_path / "pgd.csv"
-    args = ["synth", "privpgd", "--dataset", "titanic", "--epsilon", "1", "--delta", "1e-5", "--out", str(out)]
+    args = ["synth", "privpgd", "--dataset", "titanic", "--epsilon", "1", "--delta", "1e-5", "--out", str(out),
+            "--allow-surrogate"]  # fmt: skip
     tiny = ["-p", "epochs=3", "-p", "n_particles=1000", "-p", "projection_iters=10"]
     assert main([*args, "--preset", "fast", "--device", "cpu", *tiny]) == 0
     side = json.loads((tmp_path / "pgd.csv.json").read_text())

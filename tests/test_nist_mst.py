@@ -9,14 +9,8 @@ import pytest
 
 from margsynth.dataset import Dataset
 from margsynth.domain import Domain
-from margsynth.mechanisms.nist_mst import (
-    NISTMST,
-    IncwageValuehTransform,
-    contest_weights,
-    digits_class,
-    select_public,
-    triple_error,
-)
+from margsynth.mechanisms.nist_mst import NISTMST, contest_weights, select_public, triple_error
+from margsynth.mechanisms.nist_mst_census import IncwageValuehTransform, digits_class
 from margsynth.privacy.accounting import eq51_sigma
 
 RAW = 10_000_000

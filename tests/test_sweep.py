@@ -47,3 +47,17 @@ def test_sweep_on_a_dask_cluster(cache):
     local = sweep.run_sweep(jobs, workers=1, progress=False)  # cached by the Dask run
     assert frame["tv-2way"].tolist() == local["tv-2way"].tolist()
     assert len(sorted(cache.rglob("*.pkl"))) == 1
+
+
+def _affine(x, a=1):
+    return {"x": x, "y": a * x}
+
+
+def test_map_jobs_keeps_order_and_keywords():
+    calls = [{"x": i, "a": 3} for i in range(5)]
+    assert sweep.map_jobs(_affine, calls, workers=1, progress=False) == [{"x": i, "y": 3 * i} for i in range(5)]
+    assert sweep.map_jobs(_affine, calls, workers=2, progress=False) == [{"x": i, "y": 3 * i} for i in range(5)]
+    with pytest.raises(ValueError, match="at least one job"):
+        sweep.map_jobs(_affine, [])
+    with pytest.raises(ValueError, match="workers"):
+        sweep.map_jobs(_affine, calls, workers=0)

@@ -98,6 +98,20 @@ class Dataset:
     weights:
         Optional non-negative per-record weights (e.g. the adaptive grid's
         clipping weights); marginals then sum weights instead of counting.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> dom = Domain.from_sizes({"sex": 2, "age": 3})
+    >>> ds = Dataset(pd.DataFrame({"sex": [0, 1, 1, 0], "age": [2, 0, 2, 2]}), dom)
+    >>> ds
+    Dataset(4 records, Domain(sex: 2, age: 3))
+    >>> ds.marginal("age").tolist()
+    [1, 0, 3]
+    >>> ds.marginal(["age", "sex"]).tolist()  # axes in the order asked for
+    [[0, 1], [0, 0], [2, 1]]
+    >>> Dataset(ds.codes, dom, weights=[1.0, 0.5, 0.5, 1.0]).marginal("sex").tolist()
+    [2.0, 1.0]
     """
 
     __slots__ = ("_codes", "domain", "weights")

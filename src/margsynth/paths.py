@@ -11,11 +11,26 @@ to ``$MARGSYNTH_RESULTS_DIR`` / ``$MARGSYNTH_FIGURES_DIR`` or ``<root>/results``
 from __future__ import annotations
 
 import os
-import tempfile
+import re
+import secrets
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["atomic_path", "cache_dir", "data_dir", "figures_dir", "project_root", "results_dir"]
+__all__ = [
+    "atomic_path",
+    "cache_dir",
+    "data_dir",
+    "figures_dir",
+    "make_temporary",
+    "project_root",
+    "results_dir",
+    "stale_temporaries",
+]
+
+# Temporaries are named ".<target>.margsynth-tmp-<pid>-<random><suffix>", so that the
+# ones a killed process left behind can be recognised (their pid is gone) and removed.
+_TMP_TAG = ".margsynth-tmp-"
+_TMP_RE = re.compile(r"^\..+" + re.escape(_TMP_TAG) + r"(\d+)-[0-9a-f]+")
 
 
 def _is_root(path: Path) -> bool:
@@ -60,16 +75,57 @@ def cache_dir() -> Path:
     return Path(env).resolve() if env else results_dir() / "cache"
 
 
+def make_temporary(target: str | Path, suffix: str | None = None) -> Path:
+    """Create an empty temporary file beside ``target`` (exclusively) and return its path.
+
+    Unlike ``tempfile.mkstemp`` (always mode 600) the file gets the permissions
+    the process umask gives a new file, as ``open(path, "w")`` would."""
+    target = Path(target)
+    for _ in range(100):
+        tmp = target.with_name(f".{target.name}{_TMP_TAG}{os.getpid()}-{secrets.token_hex(4)}{suffix or '.part'}")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return tmp
+    raise FileExistsError(f"could not create a temporary file beside {target}")  # pragma: no cover
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
+
+
+def stale_temporaries(folder: str | Path, recursive: bool = False) -> list[Path]:
+    """Temporaries under ``folder`` left by margsynth processes that no longer run."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    out = []
+    for p in folder.rglob(".*") if recursive else folder.glob(".*"):
+        m = _TMP_RE.match(p.name)
+        if m and p.is_file() and not p.is_symlink() and not _pid_alive(int(m.group(1))):
+            out.append(p)
+    return sorted(out)
+
+
 @contextmanager
 def atomic_path(target: str | Path, suffix: str | None = None):
     """Yield a temporary path beside ``target``; on success rename it over
-    ``target`` (atomic on POSIX), on failure delete it. A failed write never
-    leaves a half-written file where a good one was."""
+    ``target`` (atomic on POSIX), on failure (or Ctrl-C / SIGTERM) delete it. A
+    failed write never leaves a half-written file where a good one was. The file
+    gets the permissions of the process umask."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix or ".part", dir=target.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
+    tmp_path = make_temporary(target, suffix)
     try:
         yield tmp_path
         os.replace(tmp_path, target)

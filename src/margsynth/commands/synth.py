@@ -2,11 +2,14 @@
 
     margsynth synth {mst,nist-mst,aim,...} --dataset NAME|CSV [--domain JSON]
                   [--public NAME|CSV] --epsilon E --delta D [--seed S] --out PATH
-                  [--preset NAME] [--device cpu|cuda] [--param KEY=VALUE ...]
+                  [--preset NAME] [--device cpu|cuda] [--param KEY=VALUE ...] [--allow-surrogate]
 
 writes the synthetic records to ``PATH`` (CSV, same columns and integer coding as the
-input; written atomically) and a JSON sidecar ``PATH.json`` (mechanism, parameters,
-requested and spent (ε, δ), the budget ledger, seconds per phase, input, seed).
+input) and a JSON sidecar ``PATH.json``, written as one unit (both to temporaries
+created before the run, renamed only when both are complete) (mechanism, parameters,
+requested and spent (ε, δ), the budget ledger, seconds per phase, input, seed,
+``data_source`` ``"real"`` with the inputs' SHA-256, or ``"surrogate"`` with
+``--allow-surrogate`` when the real files could not be had).
 Every input is checked before any noise is drawn; on bad input the command exits
 with status 2, a message saying why, and writes nothing.
 """
@@ -15,10 +18,13 @@ from __future__ import annotations
 
 import ast
 import json
-import math
 import sys
 import time
 from pathlib import Path
+
+from ._args import DELTA_MIN, EPSILON_RANGE, check_budget, delta_arg, epsilon_arg, seed_arg
+from ._inputs import add_allow_surrogate, is_file_arg, resolve_dataset
+from ._outputs import OutputPair, check_out, dumps_strict
 
 __all__ = ["load_dataset", "register", "run_synth"]
 
@@ -37,9 +43,10 @@ def register(sub) -> None:
     )
     p.add_argument("--domain", metavar="JSON", help='domain JSON {"attr": size, ...} (required for a CSV)')
     p.add_argument("--public", metavar="NAME|CSV", help="public dataset over the same domain (nist-mst)")
-    p.add_argument("--epsilon", required=True, type=float, metavar="E", help="privacy parameter epsilon > 0")
-    p.add_argument("--delta", required=True, type=float, metavar="D", help="privacy parameter delta in (0, 1)")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the noise generator (default 0)")
+    lo, hi = EPSILON_RANGE
+    p.add_argument("--epsilon", required=True, type=epsilon_arg, metavar="E", help=f"privacy parameter epsilon in [{lo:g}, {hi:g}]")
+    p.add_argument("--delta", required=True, type=delta_arg, metavar="D", help=f"privacy parameter delta in [{DELTA_MIN:g}, 1)")
+    p.add_argument("--seed", type=seed_arg, default=0, metavar="S", help="seed of the noise generator, an integer >= 0 (default 0)")
     p.add_argument("--out", required=True, metavar="PATH", help="output CSV; the sidecar goes to PATH.json")
     p.add_argument("--preset", metavar="NAME", help="hyperparameter preset of the mechanism (privpgd: default | fast)")
     p.add_argument("--device", metavar="DEVICE", help="torch device for mechanisms that take one (privpgd: cpu | cuda)")
@@ -51,33 +58,13 @@ def register(sub) -> None:
         metavar="KEY=VALUE",
         help="mechanism hyperparameter (Python literal), e.g. -p iters=1000; repeatable",
     )
+    add_allow_surrogate(p)
     p.set_defaults(func=_main)
 
 
-def _is_file_arg(arg: str) -> bool:
-    return arg.endswith((".csv", ".zip", ".CSV")) or "/" in arg or Path(arg).is_file()
-
-
-def load_dataset(arg: str, domain_json: str | None, what: str = "dataset"):
+def load_dataset(arg: str, domain_json: str | None, what: str = "--dataset", allow_surrogate: bool = False):
     """A :class:`Dataset` from a registered name or a CSV (+ domain JSON)."""
-    from ..data import RECORD_DATASETS, load, load_csv
-
-    if _is_file_arg(arg):
-        if not Path(arg).is_file():
-            raise ValueError(f"{what} file {arg!r} does not exist")
-        if domain_json is None:
-            raise ValueError(f"{what} {arg!r} is a CSV: pass its domain with --domain JSON")
-        return load_csv(arg, domain_json)
-    if arg not in RECORD_DATASETS:
-        raise ValueError(f"unknown {what} {arg!r}: not a file and not one of {', '.join(RECORD_DATASETS)}")
-    ds = load(arg)
-    if domain_json is not None:
-        from ..domain import Domain
-
-        dom = Domain.from_json(domain_json)
-        if dom.to_dict() != ds.domain.to_dict():
-            raise ValueError(f"--domain {domain_json!r} does not match the domain of registered dataset {arg!r}")
-    return ds
+    return resolve_dataset(arg, domain_json, what=what, allow_surrogate=allow_surrogate).dataset
 
 
 def _input_columns(arg: str) -> list[str] | None:
@@ -88,7 +75,7 @@ def _input_columns(arg: str) -> list[str] | None:
     from ..data.fetch import local_path
     from ..data.registry import dataset_info
 
-    if _is_file_arg(arg):
+    if is_file_arg(arg):
         source = Path(arg)
     else:
         registry, data_file, _ = RECORD_DATASETS[arg]
@@ -113,13 +100,24 @@ def _parse_params(items: list[str]) -> dict:
     return out
 
 
-def _check_out(out: str) -> Path:
-    path = Path(out)
-    if path.is_dir():
-        raise ValueError(f"--out {out!r} is a directory; give a file path")
-    if path.parent != Path("") and path.parent.exists() and not path.parent.is_dir():
-        raise ValueError(f"--out {out!r}: parent {str(path.parent)!r} is not a directory")
-    return path
+def _input_paths(dataset: str, domain: str | None, public: str | None) -> dict[str, Path]:
+    """Every file the run reads, by the option that names it (for the output-path checks)."""
+    from ..data import RECORD_DATASETS
+    from ..data.fetch import local_path
+    from ..data.registry import dataset_info
+
+    out: dict[str, Path] = {}
+    for opt, arg in (("--dataset", dataset), ("--public", public)):
+        if arg is None:
+            continue
+        if is_file_arg(arg):
+            out[f"{opt} {arg!r}"] = Path(arg)
+        elif arg in RECORD_DATASETS:
+            for e in dataset_info(RECORD_DATASETS[arg][0]).files:
+                out[f"{opt} {arg!r} (file {e.path})"] = local_path(e)
+    if domain is not None:
+        out[f"--domain {domain!r}"] = Path(domain)
+    return out
 
 
 def run_synth(
@@ -134,27 +132,35 @@ def run_synth(
     public: str | None = None,
     params: dict | None = None,
     device: str | None = None,
+    allow_surrogate: bool = False,
 ) -> dict:
     """The work of ``margsynth synth`` (callable from Python); returns the sidecar dict.
-    ``device`` is passed to the mechanism's ``run`` (only mechanisms that take one)."""
+    ``device`` is passed to the mechanism's ``run`` (only mechanisms that take one).
+    A registered dataset whose real files are absent is fetched; if that fails the
+    run stops (``ValueError``) unless ``allow_surrogate``, and the sidecar says which
+    (``"data_source"``) and carries the SHA-256 of every input file."""
     import numpy as np
 
     from ..mechanisms.base import check_privacy_params
     from ..mechanisms.registry import create, spec
-    from ..paths import atomic_path
 
     # --- validate everything before any noise is drawn
     s = spec(mechanism)
-    if isinstance(epsilon, float) and math.isnan(epsilon):
-        raise ValueError("epsilon must be a finite number > 0, got nan")
+    check_budget(epsilon, delta)
     check_privacy_params(epsilon, delta)
-    path = _check_out(out)
-    data = load_dataset(dataset, domain)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"--seed: {seed!r} is not an integer >= 0")
+    path = check_out(out, _input_paths(dataset, domain, public))
+    inp = resolve_dataset(dataset, domain, allow_surrogate=allow_surrogate)
+    data = inp.dataset
+    inputs = [inp]
     pub = None
     if public is not None:
         if not s.needs_public:
             raise ValueError(f"mechanism {mechanism!r} does not use a public dataset; drop --public")
-        pub = load_dataset(public, domain, what="public dataset")
+        pub_inp = resolve_dataset(public, domain, what="--public", allow_surrogate=allow_surrogate)
+        pub = pub_inp.dataset
+        inputs.append(pub_inp)
         if pub.domain != data.domain:
             raise ValueError(
                 f"public dataset's domain differs from the private one: public {pub.domain!r}, private {data.domain!r}"
@@ -162,56 +168,48 @@ def run_synth(
     elif s.needs_public:
         raise ValueError(f"mechanism {mechanism!r} needs a public dataset: pass --public NAME|CSV")
     mech = create(mechanism, **(params or {}))
-    if hasattr(mech, "validate"):
-        if s.needs_public:
-            mech.validate(data, pub)
-        else:
-            mech.validate(data)
-    if hasattr(mech, "compiled_workload"):
-        mech.compiled_workload(data.domain)
     if device is not None:
         import inspect
 
         if "device" not in inspect.signature(mech.run).parameters:
             raise ValueError(f"mechanism {mechanism!r} takes no --device")
-
-    # --- run
-    rng = np.random.default_rng(seed)
-    t0 = time.perf_counter()
     kw = {"public": pub} if pub is not None else {}
     if device is not None:
         kw["device"] = device
-    result = mech.run(data, epsilon, delta, rng, **kw)
-    wall = time.perf_counter() - t0
+    mech.validate(data, epsilon, delta, **kw)  # every check of the run, before any noise
 
-    # --- write CSV then sidecar, each atomically
-    side = result.sidecar()
-    side.update(
-        {
-            "registry_name": mechanism,
-            "dataset": dataset,
-            "public": public,
-            "domain": data.domain.to_dict(),
-            "epsilon_requested": epsilon,
-            "delta_requested": delta,
-            "seed": seed,
-            "wall_seconds": wall,
-            "budget": {k: v for k, v in (result.extras.get("ledger") or {}).items() if k != "charges"},
-        }
-    )
-    from .. import __version__
+    # --- reserve the outputs (an unwritable place is found now, before any noise), run, write both or neither
+    with OutputPair(path) as pair:
+        rng = np.random.default_rng(seed)
+        t0 = time.perf_counter()
+        result = mech.run(data, epsilon, delta, rng, **kw)
+        wall = time.perf_counter() - t0
 
-    side["margsynth_version"] = __version__
-    text = json.dumps(side, indent=2, default=_json_default)
-    frame = result.synthetic.df
-    order = _input_columns(dataset)
-    if order is not None and set(order) == set(frame.columns):
-        frame = frame[order]  # same column order as the input file
-    with atomic_path(path, suffix=".csv") as tmp:
-        frame.to_csv(tmp, index=False)
-    side_path = path.with_name(path.name + ".json")
-    with atomic_path(side_path, suffix=".json") as tmp:
-        tmp.write_text(text)
+        side = result.sidecar()
+        side.update(
+            {
+                "registry_name": mechanism,
+                "dataset": dataset,
+                "public": public,
+                "domain": data.domain.to_dict(),
+                "epsilon_requested": epsilon,
+                "delta_requested": delta,
+                "seed": seed,
+                "data_source": "surrogate" if any(i.source == "surrogate" for i in inputs) else "real",
+                "input_sha256": {k: v for i in inputs for k, v in i.sha256.items()},
+                "wall_seconds": wall,
+                "budget": {k: v for k, v in (result.extras.get("ledger") or {}).items() if k != "charges"},
+            }
+        )
+        from .. import __version__
+
+        side["margsynth_version"] = __version__
+        text = dumps_strict(json.loads(json.dumps(side, default=_json_default)), prog="margsynth synth", indent=2)
+        frame = result.synthetic.df
+        order = _input_columns(dataset)
+        if order is not None and set(order) == set(frame.columns):
+            frame = frame[order]  # same column order as the input file
+        pair.commit(lambda tmp: frame.to_csv(tmp, index=False), lambda tmp: tmp.write_text(text))
     return side
 
 
@@ -239,6 +237,7 @@ def _main(args) -> int:
         public=args.public,
         params={**({"preset": args.preset} if args.preset else {}), **_parse_params(args.param)},
         device=args.device,
+        allow_surrogate=args.allow_surrogate,
     )
     print(
         f"{args.mechanism}: {side['records']:,} synthetic records -> {args.out} "

@@ -29,6 +29,7 @@ __all__ = [
     "is_available",
     "local_path",
     "mirror_dir",
+    "require",
     "verify",
 ]
 
@@ -134,6 +135,38 @@ def fetch(
         for entry in dataset_info(name).files:
             reports.append(fetch_file(entry, mirror=mirror, force=force))
     return reports
+
+
+def require(name: str) -> dict[str, str]:
+    """Make every file of the registered dataset ``name`` present and verified,
+    for a caller that must run on the real data or not at all (the CLI).
+
+    A local file whose SHA-256 differs from the registry's is refused with
+    :class:`DataIntegrityError` naming the file and both hashes: it is never
+    replaced behind the user's back. Absent files are fetched (mirror or pinned
+    URL, see :func:`fetch_file`); when that fails, :class:`DataUnavailableError`
+    says which files are missing and how to fetch them. Returns
+    ``{registry path: sha256}`` of the dataset's files.
+    """
+    info = dataset_info(name)
+    for e in info.files:
+        loc = local_path(e)
+        if loc.is_file():
+            actual = _sha256(loc)
+            if actual != e.sha256:
+                raise DataIntegrityError(
+                    f"{loc}: SHA-256 {actual} does not match the registered {e.sha256}; the file was refused "
+                    f"(restore it with `margsynth data fetch {name} --force`)"
+                )
+    missing = [e.path for e in info.files if not local_path(e).is_file()]
+    try:
+        fetch([name])
+    except DataUnavailableError as exc:
+        raise DataUnavailableError(
+            f"real data of {name!r} is missing ({', '.join(missing)} under {data_dir()}) and could not be fetched "
+            f"({exc}); fetch it with `margsynth data fetch {name}` or point ${MIRROR_ENV} at a folder holding a copy"
+        ) from None
+    return {e.path: e.sha256 for e in info.files}
 
 
 def is_available(name: str, mirror: str | Path | None = None) -> bool:

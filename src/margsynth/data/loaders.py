@@ -3,7 +3,9 @@
 ``load(name)`` returns a validated :class:`~margsynth.dataset.Dataset`. Real
 data (fetched and SHA-256-verified) is always preferred; when no source can
 provide it, the loader falls back, loudly and once per run, to the
-deterministic surrogate of :mod:`margsynth.data.surrogate`.
+deterministic surrogate of :mod:`margsynth.data.surrogate` (the notebooks' and
+tests' offline mode; ``$MARGSYNTH_REQUIRE_REAL`` turns it off).
+:func:`load_registered` never falls back unless asked: it is what the CLI uses.
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ import pandas as pd
 from ..dataset import Dataset
 from ..domain import Domain
 from . import provenance
-from .fetch import DataUnavailableError, fetch, local_path
+from .fetch import DataUnavailableError, fetch, local_path, require
 from .registry import dataset_info
 
-__all__ = ["RECORD_DATASETS", "load", "load_csv", "load_domain", "load_source"]
+__all__ = ["RECORD_DATASETS", "load", "load_csv", "load_domain", "load_registered", "load_source"]
 
 # loader name -> (registry dataset, data file, domain file)
 RECORD_DATASETS: dict[str, tuple[str, str, str]] = {
@@ -56,11 +58,29 @@ def load_csv(path: str | Path, domain: Domain | str | Path, *, ordinal: list[str
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"data file {str(path)!r} does not exist")
-    try:
-        frame = pd.read_csv(path)
-    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
-        raise ValueError(f"{path}: cannot be read as CSV ({exc})") from exc
+    frame = read_csv_strict(path)
+    booleans = [str(c) for c in frame.columns if frame[c].dtype == bool]
+    if booleans:
+        raise ValueError(f"{path}: column {booleans[0]!r} holds True/False; expected integer codes 0..k-1")
     return Dataset(frame, domain, source=str(path))
+
+
+def read_csv_strict(path: str | Path, **kwargs) -> pd.DataFrame:
+    """``pandas.read_csv``, refusing a header that names a column twice (pandas would
+    silently rename the second ``x`` to ``x.1``)."""
+    try:
+        first = pd.read_csv(path, nrows=1, header=None, dtype=str, keep_default_na=False)
+        names = [str(v) for v in first.iloc[0]] if len(first) else []
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"{path}: the header names column(s) {dup} more than once; expected each column once")
+        return pd.read_csv(path, **kwargs)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot be read as CSV ({exc})") from exc
+    except ValueError as exc:
+        if str(exc).startswith(str(path)):
+            raise
+        raise ValueError(f"{path}: cannot be read as CSV ({exc})") from exc
 
 
 def _lookup(name: str) -> tuple[str, str, str]:
@@ -98,31 +118,68 @@ def load_source(name: str) -> str:
     return provenance.used()[name]["source"]
 
 
-@cache
 def load(name: str) -> Dataset:
     """The registered record dataset ``name`` (see ``RECORD_DATASETS``).
 
     Fetches (mirror via ``$MARGSYNTH_DATA_MIRROR`` or download) and verifies the
     files; if that is impossible, returns the deterministic surrogate unless
-    ``$MARGSYNTH_REQUIRE_REAL`` is set. Results are cached per process
-    (datasets are immutable).
+    ``$MARGSYNTH_REQUIRE_REAL`` is set. Datasets are cached per process
+    (they are immutable); whether the real files are there is checked each call.
     """
-    reg, data_file, domain_file = _lookup(name)
-    info = dataset_info(reg)
+    reg = _lookup(name)[0]
     try:
         fetch([reg])
     except DataUnavailableError as exc:
         if os.environ.get(REQUIRE_REAL_ENV):
             raise
-        provenance.warn_surrogate(name, str(exc))
-        domain = _schema_domain(name)
-        n = _SPLIT_RECORDS.get(name, info.records)
-        from .surrogate import surrogate_records
+        return _surrogate(name, str(exc))
+    return _real(name)
 
-        ds = surrogate_records(name, domain, n)
-        provenance.record(name, "surrogate")
-        return ds
-    entries = {e.path: e for e in info.files}
-    ds = load_csv(local_path(entries[data_file]), local_path(entries[domain_file]), ordinal=_ordinal(reg))
+
+def load_registered(name: str, *, allow_surrogate: bool = False) -> tuple[Dataset, str, dict[str, str]]:
+    """``(dataset, source, sha256 of its files)`` for a caller that must not
+    run on a surrogate unless told so (the CLI's ``--allow-surrogate``).
+
+    Absent files are fetched and verified (:func:`margsynth.data.fetch.require`);
+    a local file with the wrong SHA-256 is refused (``DataIntegrityError``),
+    never replaced by the surrogate. When the files cannot be had,
+    ``DataUnavailableError`` says how to fetch them, unless ``allow_surrogate``:
+    then the surrogate is returned with source ``"surrogate"`` and no hashes.
+    """
+    reg, data_file, domain_file = _lookup(name)
+    try:
+        files = require(reg)
+    except DataUnavailableError as exc:
+        if not allow_surrogate:
+            raise
+        return _surrogate(name, str(exc)), "surrogate", {}
+    return _real(name), "real", {p: files[p] for p in (data_file, domain_file)}
+
+
+def _real(name: str) -> Dataset:
+    reg, data_file, domain_file = _lookup(name)
+    entries = {e.path: e for e in dataset_info(reg).files}
     provenance.record(name, "real", {p: entries[p].sha256 for p in (data_file, domain_file)})
+    return _load_real(name)
+
+
+@cache
+def _load_real(name: str) -> Dataset:
+    reg, data_file, domain_file = _lookup(name)
+    entries = {e.path: e for e in dataset_info(reg).files}
+    return load_csv(local_path(entries[data_file]), local_path(entries[domain_file]), ordinal=_ordinal(reg))
+
+
+def _surrogate(name: str, reason: str) -> Dataset:
+    provenance.warn_surrogate(name, reason)
+    ds = _surrogate_records(name)
+    provenance.record(name, "surrogate")
     return ds
+
+
+@cache
+def _surrogate_records(name: str) -> Dataset:
+    from .surrogate import surrogate_records
+
+    n = _SPLIT_RECORDS.get(name, dataset_info(_lookup(name)[0]).records)
+    return surrogate_records(name, _schema_domain(name), n)

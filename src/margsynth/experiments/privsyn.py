@@ -16,8 +16,9 @@ Computed here, cached on disk per run (:func:`~margsynth.experiments.cache.memoi
 
 - :func:`run_one` -- one mechanism run and its utility: mean total-variation distance
   over all 2-way and all 3-way marginals (:func:`~margsynth.metrics.suite.tv_kway`), the
-  error of a seeded workload of range queries (:func:`range_workload`,
-  :func:`range_query_error`), optionally the counting queries of
+  error of a seeded workload of range queries
+  (:func:`~margsynth.metrics.range_queries.range_workload`,
+  :func:`~margsynth.metrics.range_queries.range_query_error`; re-exported here), optionally the counting queries of
   :func:`margsynth.metrics.evaluation.counting_queries` (PrivPGD paper Eq. 9; slow on
   adult, so on in the full profile only); PrivSyn's selection trace (Algorithm 1's
   error estimate per greedy step, the chosen pairs) and per-marginal budget (Eq. 1);
@@ -30,22 +31,20 @@ Computed here, cached on disk per run (:func:`~margsynth.experiments.cache.memoi
 from __future__ import annotations
 
 import itertools
-import os
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from ..data import load
-from ..dataset import Dataset
-from ..domain import Domain
 from ..inference.pgm import ModelTooLargeError
 from ..mechanisms.registry import create
+from ..metrics.evaluation import counting_queries
+from ..metrics.range_queries import RangeQuery, range_query_error, range_workload
 from ..metrics.suite import tv_kway
 from .cache import memoize
+from .sweep import map_jobs
 
 __all__ = [
     "DATASETS",
@@ -80,72 +79,12 @@ PROFILES = {
 }  # fmt: skip
 
 
-# ----------------------------------------------------------------------------- range queries
-@dataclass(frozen=True)
-class RangeQuery:
-    """``q(x) = Π_j 1[lo_j <= x_{attrs_j} <= hi_j]`` on attribute codes (inclusive bounds)."""
-
-    attrs: tuple[str, ...]
-    lo: tuple[int, ...]
-    hi: tuple[int, ...]
-
-
-def range_workload(domain: Domain, n_queries: int, k: int, rng: np.random.Generator) -> list[RangeQuery]:
-    """``n_queries`` random ``k``-attribute interval queries on the ordinal attributes.
-
-    Eligible attributes: those the schema marks ordinal, plus binary ones (a two-value
-    attribute has one order, so an interval on it is a value test). Each query picks
-    ``k`` distinct eligible attributes uniformly; on an ordinal attribute of ``s``
-    values its interval is ``[min(u, v), max(u, v)]`` for ``u, v`` uniform on
-    ``0..s-1``; on a binary one, a single uniform value. Seeded by ``rng`` only (no data).
-    """
-    if not isinstance(rng, np.random.Generator):
-        raise ValueError(f"rng must be an explicit numpy.random.Generator, got {type(rng).__name__}")
-    if isinstance(n_queries, bool) or not isinstance(n_queries, (int, np.integer)) or n_queries < 1:
-        raise ValueError(f"n_queries must be a positive integer, got {n_queries!r}")
-    eligible = [a for a in domain.attributes if a.ordinal or a.size == 2]
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= len(eligible):
-        raise ValueError(f"k must be in 1..{len(eligible)} (ordinal or binary attributes of the domain), got {k!r}")
-    out = []
-    for _ in range(int(n_queries)):
-        pick = np.sort(rng.choice(len(eligible), size=int(k), replace=False))
-        attrs, lo, hi = [], [], []
-        for i in pick:
-            a = eligible[int(i)]
-            if a.size == 2:
-                u = v = int(rng.integers(0, 2))
-            else:
-                u, v = sorted(int(x) for x in rng.integers(0, a.size, size=2))
-            attrs.append(a.name)
-            lo.append(u)
-            hi.append(v)
-        out.append(RangeQuery(tuple(attrs), tuple(lo), tuple(hi)))
-    return out
-
-
-def range_query_error(real: Dataset, synth: Dataset, queries: Sequence[RangeQuery]) -> float:
-    """Mean over the queries of ``|q(D)/|D| - q(S)/|S||`` (answers as fractions of the
-    records), each answer read off the ``k``-way marginal of its attributes."""
-    if not queries:
-        raise ValueError("no range queries given")
-    n_r, n_s = max(real.total(), 1e-300), max(synth.total(), 1e-300)
-    cache: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
-    errs = np.empty(len(queries))
-    for i, q in enumerate(queries):
-        if q.attrs not in cache:
-            cache[q.attrs] = (real.marginal(q.attrs) / n_r, synth.marginal(q.attrs) / n_s)
-        mr, ms = cache[q.attrs]
-        box = tuple(slice(lo, hi + 1) for lo, hi in zip(q.lo, q.hi))
-        errs[i] = abs(float(mr[box].sum()) - float(ms[box].sum()))
-    return float(errs.mean())
-
-
 # ----------------------------------------------------------------------------- one run
 def _overrides(mechanism: str, mst_iters: int, pgm_iters: int, memory_limit_mb: float) -> dict:
     if mechanism == "mst":
         return {"iters": int(mst_iters)}
     if mechanism == "privsyn-pgm":
-        return {"pgm_iters": int(pgm_iters), "pgm_memory_limit_mb": float(memory_limit_mb)}
+        return {"iters": int(pgm_iters), "memory_limit_mb": float(memory_limit_mb)}  # PGMGenerator fields
     return {}
 
 
@@ -202,8 +141,6 @@ def run_one(
         ),
     )
     if counting:
-        from ..metrics.evaluation import counting_queries
-
         summary["counting_queries"] = counting_queries(data, synth, rng=np.random.default_rng([seed, 9]))
     if "junction_tree_mb" in ex:
         summary["junction_tree_mb"] = ex["junction_tree_mb"]
@@ -236,10 +173,13 @@ def compare(
     mechanisms: Sequence[str] = tuple(MECHANISMS),
     *,
     workers: int | None = 1,
+    scheduler: str | None = None,
+    progress: bool = True,
     **kwargs,
 ) -> dict[str, pd.DataFrame]:
     """Every (dataset, epsilon, seed, mechanism) through :func:`run_one` (``kwargs`` go
-    to it), in ``workers`` local processes (``None``: the CPU count; ``1``: in-process).
+    to it), as jobs of :func:`~margsynth.experiments.sweep.map_jobs`: ``workers`` local
+    processes (``None``: the CPU count; ``1``: in-process) or a Dask ``scheduler``.
 
     Returns DataFrames ``runs`` (one row per run: status, spent budget, utility, timing),
     ``gum_traces`` (one row per GUM round), ``selection`` (Algorithm 1 per step, PrivSyn
@@ -247,27 +187,17 @@ def compare(
     bad = [m for m in mechanisms if m not in MECHANISMS]
     if bad:
         raise ValueError(f"unknown mechanisms {bad}; known: {list(MECHANISMS)}")
-    jobs = [(d, m, float(e), int(s)) for d, e, s, m in itertools.product(datasets, epsilons, seeds, mechanisms)]
-    if not jobs:
+    calls = [{"dataset": d, "mechanism": m, "epsilon": float(e), "seed": int(s), **kwargs}
+             for d, e, s, m in itertools.product(datasets, epsilons, seeds, mechanisms)]  # fmt: skip
+    if not calls:
         raise ValueError("nothing to run: empty datasets, epsilons, seeds or mechanisms")
-    n = (os.cpu_count() or 1) if workers is None else int(workers)
-    n = max(1, min(n, len(jobs)))
-    if n == 1:
-        outs = [run_one(*j, **kwargs) for j in jobs]
-    else:
-        with ProcessPoolExecutor(max_workers=n) as pool:
-            outs = list(pool.map(_run_job, [(j, kwargs) for j in jobs]))
+    outs = map_jobs(run_one, calls, workers=workers, scheduler=scheduler, progress=progress, desc="privsyn")
     frames = {}
     parts = (("summary", "runs"), ("gum_trace", "gum_traces"), ("selection", "selection"), ("budget", "budget"))
     for part, name in parts:
         rows = [o[part] for o in outs] if part == "summary" else [r for o in outs for r in o[part]]
         frames[name] = pd.DataFrame(rows)
     return frames
-
-
-def _run_job(arg) -> dict:
-    job, kwargs = arg
-    return run_one(*job, **kwargs)
 
 
 def summarise(runs: pd.DataFrame, metrics: Sequence[str] = ("tv_2way", "tv_3way", "range_queries")) -> pd.DataFrame:

@@ -1,9 +1,9 @@
 """The benchmark runner: a sweep over (dataset x epsilon x method x seed).
 
 Each cell of the sweep is an independent :class:`Job`. Jobs run through one
-executor — local processes by default (``concurrent.futures``), or a Dask
-cluster when a scheduler address is given — and each job's result is cached on
-disk by its inputs (:func:`~margsynth.experiments.cache.memoize`), so re-running a
+executor, :func:`map_jobs` (the grids of the other experiments use it too) —
+local processes by default (``concurrent.futures``), or a Dask cluster when a
+scheduler address is given — and each job's result is cached on disk by its inputs (:func:`~margsynth.experiments.cache.memoize`), so re-running a
 sweep recomputes only the jobs whose inputs changed.
 
 A job follows the PrivPGD paper's protocol (§4.1): the dataset's fixed, seeded
@@ -16,17 +16,22 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from tqdm.auto import tqdm
 
+from ..data import load
+from ..mechanisms.registry import available, create
+from ..metrics.evaluation import default_target, fixed_split
+from ..metrics.suite import get_metric
 from .cache import memoize
 
-__all__ = ["METHODS", "Job", "grid", "run_job", "run_sweep"]
+__all__ = ["METHODS", "Job", "grid", "map_jobs", "run_job", "run_sweep"]
 
 #: Benchmark method names -> mechanism registry names (``margsynth synth``).
 METHODS: dict[str, str] = {
@@ -63,8 +68,6 @@ class Job:
 
 
 def _registry_names() -> list[str]:
-    from ..mechanisms.registry import available
-
     return list(available())
 
 
@@ -92,11 +95,6 @@ def grid(
 @memoize(version=1)
 def run_job(job: Job) -> dict[str, Any]:
     """Run one job: split, synthesise on the 80%, evaluate; returns one result row."""
-    from ..data import load
-    from ..mechanisms.registry import create
-    from ..metrics.evaluation import default_target, fixed_split
-    from ..metrics.suite import get_metric
-
     data = load(job.dataset)
     train, test = fixed_split(data, job.dataset)
     mech = create(METHODS.get(job.method, job.method), **dict(job.params))
@@ -115,34 +113,66 @@ def run_job(job: Job) -> dict[str, Any]:
     return row
 
 
-def _run_local(jobs: list[Job], workers: int, progress: bool) -> list[dict]:
-    from tqdm.auto import tqdm
+def _call(func: Callable[..., Any], kwargs: Mapping[str, Any]) -> Any:
+    return func(**kwargs)
 
+
+def _map_local(func, calls: list[Mapping[str, Any]], workers: int, progress: bool, desc: str) -> list:
     if workers <= 1:
-        return [run_job(j) for j in tqdm(jobs, desc="sweep", disable=not progress)]
-    rows: list[dict | None] = [None] * len(jobs)
+        return [func(**kw) for kw in tqdm(calls, desc=desc, disable=not progress)]
+    out: list[Any] = [None] * len(calls)
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(run_job, j): i for i, j in enumerate(jobs)}
-        for fut in tqdm(as_completed(futures), total=len(jobs), desc="sweep", disable=not progress):
-            rows[futures[fut]] = fut.result()
-    return rows  # type: ignore[return-value]
+        futures = {pool.submit(func, **kw): i for i, kw in enumerate(calls)}
+        for fut in tqdm(as_completed(futures), total=len(calls), desc=desc, disable=not progress):
+            out[futures[fut]] = fut.result()
+    return out
 
 
-def _run_dask(jobs: list[Job], scheduler: str, progress: bool) -> list[dict]:
+def _map_dask(func, calls: list[Mapping[str, Any]], scheduler: str, progress: bool, desc: str) -> list:
     try:
         from dask.distributed import Client
         from dask.distributed import as_completed as dask_completed
     except ImportError as exc:  # optional dependency
         raise ImportError("a Dask scheduler was given but dask.distributed is missing: pip install 'margsynth[dask]'") from exc
-    from tqdm.auto import tqdm
 
     with Client(scheduler) as client:
-        futures = client.map(run_job, jobs, pure=False)
+        futures = client.map(_call, [func] * len(calls), calls, pure=False)
         index = {f.key: i for i, f in enumerate(futures)}
-        rows: list[dict | None] = [None] * len(jobs)
-        for fut in tqdm(dask_completed(futures), total=len(jobs), desc="sweep (dask)", disable=not progress):
-            rows[index[fut.key]] = fut.result()
-    return rows  # type: ignore[return-value]
+        out: list[Any] = [None] * len(calls)
+        for fut in tqdm(dask_completed(futures), total=len(calls), desc=f"{desc} (dask)", disable=not progress):
+            out[index[fut.key]] = fut.result()
+    return out
+
+
+def map_jobs(
+    func: Callable[..., Any],
+    calls: Sequence[Mapping[str, Any]],
+    *,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    progress: bool = True,
+    desc: str = "sweep",
+) -> list:
+    """``[func(**kw) for kw in calls]``, run as independent jobs; results in the order of ``calls``.
+
+    The one job runner of the experiments: :func:`run_sweep` and the experiments of
+    notebooks 04, 07 and 08 pass their per-cell function (memoized with
+    :func:`~margsynth.experiments.cache.memoize`, so a re-run reads cached cells back)
+    and one keyword-argument dict per cell. ``workers``: local processes (``None``:
+    the CPU count, at most the number of calls; ``1``: in this process);
+    ``scheduler``: a Dask scheduler address (``tcp://host:8786``) to run the jobs on
+    a cluster instead. ``func`` must be importable by name (a module-level function)
+    for the process and Dask executors.
+    """
+    calls = [dict(kw) for kw in calls]
+    if not calls:
+        raise ValueError("map_jobs needs at least one job")
+    if scheduler:
+        return _map_dask(func, calls, scheduler, progress, desc)
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ValueError(f"workers must be a positive integer or None, got {workers!r}")
+    n = workers if workers is not None else (os.cpu_count() or 1)
+    return _map_local(func, calls, min(n, len(calls)), progress, desc)
 
 
 def run_sweep(
@@ -161,12 +191,6 @@ def run_sweep(
     jobs = list(jobs)
     if not jobs:
         raise ValueError("run_sweep needs at least one job")
-    if scheduler:
-        rows = _run_dask(jobs, scheduler, progress)
-    else:
-        n = workers if workers is not None else min(len(jobs), os.cpu_count() or 1)
-        if n < 1:
-            raise ValueError(f"workers must be >= 1, got {workers}")
-        rows = _run_local(jobs, n, progress)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(map_jobs(run_job, [{"job": j} for j in jobs], workers=workers, scheduler=scheduler,
+                                 progress=progress))
 

@@ -273,8 +273,11 @@ def make_consistent(
         repeated even subtraction, :func:`project_nonnegative`) or ``"cut"``
         (the authors' public code, :func:`cut_nonnegative`).
 
-    Returns a :class:`ConsistencyResult`; every returned cell is ``>= 0`` and
-    every total is preserved by the non-negativity step.
+    Returns
+    -------
+    ConsistencyResult
+        Every returned cell is ``>= 0`` and every total is preserved by the
+        non-negativity step.
     """
     if isinstance(max_iterations, bool) or not isinstance(max_iterations, (int, np.integer)) or max_iterations < 1:
         raise ValueError(f"max_iterations must be a positive integer, got {max_iterations!r}")

@@ -56,8 +56,9 @@ import scipy.sparse as sp
 
 from ..dataset import Dataset
 from ..domain import Domain
-from ..privacy import BudgetLedger, gdp_mu_for_dp, gdp_sigma
-from .base import SynthesisResult, check_privacy_params
+from ..privacy import BudgetLedger, NoisyMarginal, NoisyMarginals
+from .base import NO_RNG, SynthesisResult, check_generator, check_marginals_fit, check_records, check_run_inputs
+from .generators import Generator, PGMGenerator
 
 __all__ = [
     "DEFAULT_OUTER",
@@ -65,7 +66,6 @@ __all__ = [
     "AdaptiveGrid",
     "AdaptiveQuery",
     "adaptive_query",
-    "brute_force_sensitivity",
     "clipping_weights",
     "column_norms",
     "default_marginals",
@@ -137,11 +137,6 @@ def clipping_weights(person_ids: Sequence | np.ndarray | None, clip: float, n: i
         raise ValueError(f"{ids.size} person ids for {n} records")
     _, inv, counts = np.unique(ids, return_inverse=True, return_counts=True)
     return np.minimum(1.0, c / counts[inv].astype(np.float64))
-
-
-def _plain(value: Any) -> Any:
-    """A numpy scalar as the Python value (for readable labels)."""
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def contribution_bound(clip: float, has_person_ids: bool) -> float:
@@ -265,6 +260,8 @@ def adaptive_query(
         ``j`` were measured large. ``None`` (or ``k = 1``): the only parent is the
         total, which is large, so ``Q = I``.
 
+    Notes
+    -----
     Construction: cell ``x`` gets an identity row iff ``parent_large[j][x without j]``
     for every ``j``. Every other cell is covered by ``k`` aggregate rows, one per
     parent grouping ``j``: the row of parent cell ``p`` sums, with weight
@@ -397,142 +394,15 @@ def measure_rounds(
     return out
 
 
-# ----------------------------------------------------------------------------- sensitivity check
-class _Neighbours:
-    """Differences ``M(D) - M(D')`` of one marginal over many neighbours, collected in
-    blocks and evaluated as the columns of one sparse matrix (``Q @ deltas``)."""
-
-    def __init__(self, ncell: int) -> None:
-        self.ncell = ncell
-        self.blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray, int, Any]] = []
-
-    def add(self, idx, v, what: str) -> None:
-        """One neighbour: values ``v`` at cells ``idx`` (repeats add up)."""
-        idx = np.asarray(idx, dtype=np.int64).ravel()
-        self.blocks.append((idx, np.asarray(v, dtype=np.float64).ravel(), np.zeros(idx.size, np.int64), 1, what))
-
-    def add_cells(self, v: float, what) -> None:
-        """One neighbour per cell ``x``: value ``v`` at ``x``; ``what(x)`` labels it."""
-        n = self.ncell
-        self.blocks.append((np.arange(n), np.full(n, float(v)), np.arange(n), n, what))
-
-    def evaluate(self, q: sp.spmatrix):
-        """``||Q delta||_2`` for every neighbour, and a function labelling neighbour ``j``."""
-        starts = np.cumsum([0] + [b[3] for b in self.blocks])
-        colidx = np.concatenate([b[2] + s0 for b, s0 in zip(self.blocks, starts[:-1])])
-        deltas = sp.csc_matrix(
-            (np.concatenate([b[1] for b in self.blocks]), (np.concatenate([b[0] for b in self.blocks]), colidx)),
-            shape=(self.ncell, int(starts[-1])),
-        )
-        change = column_norms(q @ deltas)
-
-        def label(j: int) -> str:
-            bi = int(np.searchsorted(starts, j, side="right") - 1)
-            what = self.blocks[bi][4]
-            return what(j - int(starts[bi])) if callable(what) else what
-
-        return change, label
-
-
-def brute_force_sensitivity(
-    data: Dataset,
-    queries: Sequence[AdaptiveQuery],
-    *,
-    person_ids: np.ndarray | None = None,
-    clip: float = 1.0,
-    max_neighbours: int | None = 2000,
-    rng: np.random.Generator | None = None,
-) -> list[dict[str, Any]]:
-    """Largest ``||Q (M(D) - M(D'))||_2`` over neighbouring datasets ``D'``, per query,
-    next to the bound ``C * max column norm`` the ledger was charged (AGM "Noise
-    calibration": sensitivity ``||Q||_2 C``).
-
-    Neighbours (weights recomputed by :func:`clipping_weights` on ``D'``):
-
-    - ``remove record``: drop one record (every record, or ``max_neighbours`` drawn
-      with ``rng``); with person ids the other records of its person are re-weighted;
-    - ``add record``: a new record in every cell of the marginal, as a new person and
-      (with person ids) as one more record of sampled existing persons;
-    - with person ids, ``remove person`` (all its records) and ``add person`` (``R``
-      records in one cell, ``R = 1..ceil(C)+1``).
-
-    ``M(D) - M(D')`` is computed exactly from the records whose weight changes (a
-    weighted bincount), not from the column-norm formula it checks. ``rng`` draws the
-    sampled neighbours (default: a fixed seed, so the check is reproducible). Returns one dict
-    per query: ``clique, neighbours, max_change, bound, ratio, worst``.
-    """
-    c = _check_clip(clip)
-    n = len(data)
-    has_ids = person_ids is not None
-    ids = np.asarray(person_ids) if has_ids else np.arange(n)
-    if ids.shape != (n,):
-        raise ValueError(f"{ids.size} person ids for {n} records")
-    w = clipping_weights(ids if has_ids else None, c, n)
-    uniq, inv, counts = np.unique(ids, return_inverse=True, return_counts=True)
-    members = np.split(np.argsort(inv, kind="stable"), np.cumsum(counts)[:-1])
-    rng = rng if rng is not None else np.random.default_rng(0)
-
-    def pick(size: int) -> np.ndarray:
-        if max_neighbours is None or size <= max_neighbours:
-            return np.arange(size)
-        return np.sort(rng.choice(size, max_neighbours, replace=False))
-
-    def wt(r: int) -> float:
-        return min(1.0, c / r) if has_ids else min(1.0, c)
-
-    rec_sample = pick(n)
-    person_sample = pick(uniq.size) if has_ids else np.zeros(0, dtype=np.int64)
-    bound = contribution_bound(c, has_ids)
-    out = []
-    for q in queries:
-        shape = tuple(data.domain[a].size for a in q.clique)
-        cells = np.ravel_multi_index(tuple(data.column(a).astype(np.intp) for a in q.clique), shape)
-        ncell = int(np.prod(shape, dtype=np.int64))
-        nb = _Neighbours(ncell)
-        add, add_cells = nb.add, nb.add_cells
-        for i in rec_sample:  # remove one record (its person's other records re-weighted)
-            recs = members[inv[i]]
-            r = recs.size
-            others = recs[recs != i] if has_ids else recs[:0]
-            add(np.r_[cells[i], cells[others]], np.r_[w[i], np.full(others.size, wt(r) - wt(r - 1) if r > 1 else 0.0)],
-                f"remove record {int(i)}")  # fmt: skip
-        add_cells(-wt(1), lambda x: f"add record (new person) in cell {x}")
-        if has_ids:
-            for p in person_sample[: max(10, person_sample.size // 10)]:  # add one record to an existing person
-                recs = members[p]
-                r = recs.size
-                xs = np.arange(ncell) if ncell <= 64 else rng.choice(ncell, 64, replace=False)
-                for x in xs:
-                    add(np.r_[x, cells[recs]], np.r_[-wt(r + 1), np.full(r, wt(r) - wt(r + 1))],
-                        f"add record of person {_plain(uniq[p])!r} in cell {int(x)}")  # fmt: skip
-            for p in person_sample:  # remove a whole person
-                recs = members[p]
-                add(cells[recs], w[recs], f"remove person {_plain(uniq[p])!r}")
-            for r in range(1, math.ceil(c) + 2):  # add a person with R records, all in one cell
-                add_cells(-r * wt(r), lambda x, r=r: f"add person with {r} records in cell {x}")
-        change, label = nb.evaluate(q.matrix)
-        j = int(np.argmax(change))
-        b = bound * float(column_norms(q.matrix).max())
-        out.append(
-            {
-                "clique": q.clique,
-                "neighbours": int(change.size),
-                "max_change": float(change[j]),
-                "bound": b,
-                "ratio": float(change[j]) / b,
-                "worst": label(j),
-            }
-        )
-    return out
-
-
 # ----------------------------------------------------------------------------- the mechanism
 @dataclass(frozen=True)
 class AdaptiveGrid:
     """The adaptive-granularity mechanism (AGM, all sections; docs/notes/adaptive_grid.md).
 
-    Parameters (hyperparameters; the budget split is uniform: every marginal of the
-    closure is one Gaussian measurement with the same ``sigma``, as in AGM)
+    The budget split is uniform: every marginal of the closure is one Gaussian
+    measurement with the same ``sigma``, as in AGM.
+
+    Parameters
     ----------
     marginals:
         Outer-level attribute sets (AGM "Marginal Selection"); their downward
@@ -551,6 +421,11 @@ class AdaptiveGrid:
         synthesis); alternatively pass ``person_ids=`` to :meth:`run`.
     dataset:
         Name used to look up default marginals.
+    generator:
+        The GENERATE step (:mod:`.generators`; it must take non-identity queries):
+        ``None`` is ``PGMGenerator(iters=iters)``.
+    synthetic_records:
+        Number of synthetic records (default ``None``: the model's estimated total).
     """
 
     marginals: tuple[tuple[str, ...], ...] | None = None
@@ -561,6 +436,13 @@ class AdaptiveGrid:
     person_column: str | None = None
     dataset: str = ""
     extras_model: bool = field(default=False, compare=False)
+    generator: Generator | None = None
+    synthetic_records: int | None = None
+
+    @property
+    def generator_(self) -> Generator:
+        """The generator GENERATE uses: ``generator``, or Private-PGM with ``iters`` (AGM "Post-processing")."""
+        return PGMGenerator(iters=int(self.iters)) if self.generator is None else self.generator
 
     def __post_init__(self) -> None:
         _check_clip(self.clip)
@@ -571,6 +453,8 @@ class AdaptiveGrid:
             raise ValueError(f"threshold must be a finite number, got {t!r}")
         if isinstance(self.iters, bool) or int(self.iters) != self.iters or self.iters < 0:
             raise ValueError(f"iters must be a non-negative integer, got {self.iters!r}")
+        check_generator(self.generator)
+        check_records(self.synthetic_records)
         if self.marginals is not None:
             if isinstance(self.marginals, (str, bytes)):
                 raise ValueError(f"marginals must be a list of attribute sets, got {self.marginals!r}")
@@ -586,9 +470,41 @@ class AdaptiveGrid:
         return downward_closure(outer, domain)
 
     def noise_scale(self, epsilon: float, delta: float, measurements: int, bound: float) -> float:
-        """``sigma = C sqrt(n) / mu(eps, delta)`` (AGM "Noise calibration": Thm 2.7,
-        Cor. 3.3, Cor. 2.13), via :func:`~margsynth.privacy.accounting.gdp_sigma`."""
-        return gdp_sigma(epsilon, delta, sensitivity=bound, compositions=measurements)
+        """``sigma = C sqrt(n) / mu`` (AGM "Noise calibration": Thm 2.7, Cor. 3.3,
+        Cor. 2.13), ``mu`` the GDP budget of :meth:`BudgetLedger.from_dp` (the largest
+        ``mu(eps, delta)`` less its calibration margin; cf.
+        :func:`~margsynth.privacy.accounting.gdp_sigma`)."""
+        mu = BudgetLedger.from_dp(epsilon, delta, currency="gdp").total
+        return bound * math.sqrt(int(measurements)) / mu
+
+    # ------------------------------------------------------------------ validate
+    def validate(
+        self,
+        data: Dataset,
+        epsilon: float,
+        delta: float,
+        *,
+        rng: Any = NO_RNG,
+        person_ids: np.ndarray | Sequence | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Every check of :meth:`run` — privacy parameters, rng, data, person ids, the
+        marginals' attribute names — before any noise (``ValueError`` on bad input)."""
+        if kwargs:
+            raise ValueError(f"unexpected keyword argument(s) {sorted(kwargs)}")
+        check_run_inputs(data, epsilon, delta, rng)
+        if data.weights is not None:
+            raise ValueError("data already carries record weights; the adaptive grid sets its own clipping weights")
+        domain = data.domain
+        if self.person_column is not None:
+            if person_ids is not None:
+                raise ValueError("give person ids either as person_column or as person_ids=, not both")
+            domain.check_attrs((self.person_column,), "person_column")
+            domain = domain.project([a for a in domain.names if a != self.person_column])
+        elif person_ids is not None:
+            clipping_weights(person_ids, self.clip, len(data))
+        check_marginals_fit(domain, self.select(domain), "marginal")
+        check_records(self.synthetic_records, columns=len(domain))
 
     # ------------------------------------------------------------------ run
     def run(
@@ -609,27 +525,14 @@ class AdaptiveGrid:
         range), ``measurements`` (per marginal), ``sensitivity`` (the run-time
         column-norm check), ``sigma``, ``mu`` and ``marginals`` (the closure).
         """
-        if kwargs:
-            raise ValueError(f"unexpected keyword argument(s) {sorted(kwargs)}")
-        check_privacy_params(epsilon, delta)
-        if not isinstance(rng, np.random.Generator):
-            raise ValueError(f"rng must be an explicit numpy.random.Generator, got {type(rng).__name__}")
-        if not isinstance(data, Dataset):
-            raise ValueError(f"data must be a Dataset, got {type(data).__name__}")
-        from ..inference.pgm import Measurement, estimate
-
+        self.validate(data, epsilon, delta, rng=rng, person_ids=person_ids, **kwargs)
         times: dict[str, float] = {}
         t0 = time.perf_counter()
         # -- preprocess: person ids and clipping weights (AGM "Data preprocessing")
         if self.person_column is not None:
-            if person_ids is not None:
-                raise ValueError("give person ids either as person_column or as person_ids=, not both")
             person_ids = np.asarray(data.column(self.person_column))
-            keep = [a for a in data.domain.names if a != self.person_column]
-            data = data.project(keep)
+            data = data.project([a for a in data.domain.names if a != self.person_column])
         has_ids = person_ids is not None
-        if data.weights is not None:
-            raise ValueError("data already carries record weights; the adaptive grid sets its own clipping weights")
         weights = clipping_weights(person_ids, self.clip, len(data))
         bound = contribution_bound(self.clip, has_ids)
         weighted = Dataset._trusted(data.codes, data.domain, weights if np.any(weights != 1.0) else None)
@@ -639,7 +542,7 @@ class AdaptiveGrid:
         # -- MEASURE (rounds k = 1..K, GDP ledger)
         t1 = time.perf_counter()
         ledger = BudgetLedger.from_dp(epsilon, delta, currency="gdp")
-        sigma = self.noise_scale(epsilon, delta, len(cliques), bound)
+        sigma = bound * math.sqrt(len(cliques)) / ledger.total  # = self.noise_scale(...)
         measured = measure_rounds(
             weighted, cliques, sigma=sigma, bound=bound, rng=rng, ledger=ledger, threshold=self.threshold,
             queries=self.queries,
@@ -647,22 +550,20 @@ class AdaptiveGrid:
         times["measure"] = time.perf_counter() - t1
         # -- GENERATE (Private-PGM on the sparse measurements, then records)
         t2 = time.perf_counter()
-        ms = [
-            Measurement(m.query.clique, None if m.query.n_aggregate == 0 else m.query.matrix, m.y, m.sigma,
-                        name="x".join(m.query.clique))
+        noisy = NoisyMarginals(
+            NoisyMarginal(m.query.clique, m.y, m.sigma, query=None if m.query.n_aggregate == 0 else m.query.matrix)
             for m in measured
-        ]  # fmt: skip
-        model = estimate(data.domain, ms, iters=int(self.iters))
-        times["estimate"] = time.perf_counter() - t2
-        t3 = time.perf_counter()
-        synth = model.synthetic_data(rng=rng)
-        times["synthesize"] = time.perf_counter() - t3
+        )
+        out = self.generator_.generate(data.domain, noisy, rng, records=self.synthetic_records, sep="x")
+        synth = out.synthetic
+        model = out.extras.get("model")
+        times["generate"] = time.perf_counter() - t2
         rounds = _round_table(measured)
         extras: dict[str, Any] = {
             "marginals": cliques,
             "sigma": sigma,
             "mu": ledger.spent,
-            "mu_budget": gdp_mu_for_dp(epsilon, delta),
+            "mu_budget": ledger.total,
             "clip": self.clip,
             "contribution_bound": bound,
             "person_ids": has_ids,
@@ -689,13 +590,14 @@ class AdaptiveGrid:
                 "columns_checked": int(sum(m.query.cells for m in measured)),
                 "all_columns_norm_one": True,
             },
-            "model_stats": {k: v for k, v in model.stats.items() if k != "loss_history"},
-            "estimated_total": float(model.total),
+            **{k: v for k, v in out.extras.items() if k != "model"},
+            "estimated_total": float(model.total) if model is not None else float(len(synth)),
         }
         if self.extras_model:
             extras["model"] = model
         params = asdict(self)
         params.pop("extras_model", None)
+        params["generator"] = {"name": self.generator_.name, **asdict(self.generator_)}
         name = "adagrid" if self.queries == "adaptive" else "adagrid-identity"
         return SynthesisResult.from_ledger(synth, name, params, ledger, times, extras)
 

@@ -36,15 +36,26 @@ import itertools
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
 from ..dataset import Dataset
 from ..domain import Domain
-from ..inference.pgm import Measurement, estimate, junction_tree_size
-from ..privacy import BudgetLedger, exponential_mechanism, gaussian_mechanism
-from .base import SynthesisResult, check_run_inputs
+from ..inference.pgm import estimate, junction_tree_size
+from ..privacy import BudgetLedger, NoisyMarginal, NoisyMarginals, exponential_mechanism, gaussian_mechanism
+from .base import (
+    NO_RNG,
+    SynthesisResult,
+    check_conversion,
+    check_generator,
+    check_marginals_fit,
+    check_positive_int,
+    check_records,
+    check_run_inputs,
+)
+from .generators import Generator, PGMGenerator
 
 __all__ = ["AIM", "all_kway", "workload_candidates"]
 
@@ -94,6 +105,12 @@ class AIM:
         Private-PGM iterations per round (1000) and for the final model (2500).
     conversion:
         zCDP → (ε, δ) conversion for ρ (``"cks"``, as the authors; or ``"prop4"``).
+    generator:
+        The GENERATE step (:mod:`.generators`); ``None``: ``PGMGenerator(iters=final_iters)``
+        warm-started from the last round's model, as AIM.
+    alpha:
+        The budget split of every round: share ``alpha`` of it measures (Gaussian), the
+        rest ``1 - alpha`` selects (exponential mechanism); 0.9 in AIM Alg. 2.
     """
 
     workload: tuple | None = None
@@ -104,6 +121,8 @@ class AIM:
     conversion: str = "cks"
     synthetic_records: int | None = None
     verbose: bool = False
+    alpha: float = ALPHA
+    generator: Generator | None = None
 
     name = "aim"
 
@@ -117,9 +136,13 @@ class AIM:
         if not (math.isfinite(self.max_model_size) and self.max_model_size > 0):
             raise ValueError(f"max_model_size must be > 0 (MB), got {self.max_model_size!r}")
         for f in ("iters", "final_iters"):
-            v = getattr(self, f)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{f} must be a positive integer, got {v!r}")
+            check_positive_int(f, getattr(self, f))
+        check_conversion(self.conversion)
+        check_records(self.synthetic_records)
+        check_generator(self.generator)
+        a = self.alpha
+        if isinstance(a, bool) or not isinstance(a, (int, float)) or not 0 < a < 1:
+            raise ValueError(f"alpha (measurement share of each round) must be in (0, 1), got {a!r}")
 
     def parameters(self) -> dict:
         return {
@@ -132,7 +155,14 @@ class AIM:
             "final_iters": self.final_iters,
             "conversion": self.conversion,
             "synthetic_records": self.synthetic_records,
+            "alpha": self.alpha,
+            "generator": {"name": self.generator_.name, **asdict(self.generator_)},
         }
+
+    @property
+    def generator_(self) -> Generator:
+        """The generator GENERATE uses: ``generator``, or Private-PGM with ``final_iters``."""
+        return PGMGenerator(iters=self.final_iters) if self.generator is None else self.generator
 
     def compiled_workload(self, domain: Domain) -> list[tuple[tuple[str, ...], float]]:
         """The workload as validated ``(clique, weight)`` pairs (``ValueError`` on unknown attributes)."""
@@ -154,10 +184,22 @@ class AIM:
             raise ValueError("workload is empty")
         return out
 
-    def run(
-        self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, **_: object
-    ) -> SynthesisResult:
+    def validate(
+        self, data: Dataset, epsilon: float, delta: float, *, rng: Any = NO_RNG, **_: object
+    ) -> None:
+        """All checks of :meth:`run` (privacy parameters, rng, data, workload, rounds), before any noise."""
         check_run_inputs(data, epsilon, delta, rng)
+        check_marginals_fit(data.domain, [c for c, _ in self.compiled_workload(data.domain)], "workload marginal")
+        check_records(self.synthetic_records, columns=len(data.domain))
+        T = self.rounds or 16 * len(data.domain)
+        if T < len(data.domain):
+            # the d one-way measurements alone cost d * 0.9 rho / T: T < d leaves nothing for the rounds
+            raise ValueError(f"rounds must be >= the number of attributes ({len(data.domain)}), got {T}")
+
+    def run(
+        self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, **kw: object
+    ) -> SynthesisResult:
+        self.validate(data, epsilon, delta, rng=rng, **kw)
         dom = data.domain
         workload = self.compiled_workload(dom)
         t0 = time.perf_counter()
@@ -165,24 +207,21 @@ class AIM:
         ledger = BudgetLedger.from_dp(epsilon, delta, conversion=self.conversion)
         rho = ledger.total
         T = self.rounds or 16 * len(dom)
-        if T < len(dom):
-            # the d one-way measurements alone cost d * 0.9 rho / T: T < d leaves nothing for the rounds
-            raise ValueError(f"rounds must be >= the number of attributes ({len(dom)}), got {T}")
         candidates = workload_candidates(dom, workload)
         answers = {c: data.marginal(c, flatten=True).astype(np.float64) for c in candidates}
-        sigma = math.sqrt(T / (2 * ALPHA * rho))
-        eps = math.sqrt(8 * (1 - ALPHA) * rho / T)
+        sigma = math.sqrt(T / (2 * self.alpha * rho))
+        eps = math.sqrt(8 * (1 - self.alpha) * rho / T)
 
         # MEASURE the one-way marginals
-        measurements: list[Measurement] = []
+        noisy: list[NoisyMarginal] = []
         measured: list[tuple[str, ...]] = []
         for a in dom.names:
             x = data.marginal((a,), flatten=True).astype(np.float64)
             y = gaussian_mechanism(x, sigma=sigma, l2_sensitivity=1.0, rng=rng, ledger=ledger, label=f"measure ({a},)")
-            measurements.append(Measurement((a,), None, y, sigma))
+            noisy.append(NoisyMarginal((a,), y, sigma))
             measured.append((a,))
         te = time.perf_counter()
-        model = estimate(dom, measurements, iters=self.iters)
+        model = estimate(dom, NoisyMarginals(noisy).measurements(), iters=self.iters)
         times["estimate"] += time.perf_counter() - te
 
         trace = []
@@ -192,8 +231,8 @@ class AIM:
             t += 1
             if ledger.remaining < 2 * (0.5 / sigma**2 + eps**2 / 8):
                 rem = ledger.remaining
-                sigma = math.sqrt(1 / (2 * ALPHA * rem))
-                eps = math.sqrt(8 * (1 - ALPHA) * rem)
+                sigma = math.sqrt(1 / (2 * self.alpha * rem))
+                eps = math.sqrt(8 * (1 - self.alpha) * rem)
                 terminate = True
             spent_after = ledger.spent + eps**2 / 8 + 0.5 / sigma**2
             size_limit = self.max_model_size * spent_after / rho
@@ -224,11 +263,11 @@ class AIM:
             y = gaussian_mechanism(
                 answers[cl], sigma=sigma, l2_sensitivity=1.0, rng=rng, ledger=ledger, label=f"measure {cl}"
             )
-            measurements.append(Measurement(cl, None, y, sigma))
+            noisy.append(NoisyMarginal(cl, y, sigma))
             measured.append(cl)
             z = model.project(cl).ravel()
             te = time.perf_counter()
-            model = estimate(dom, measurements, iters=self.iters, warm_start=model)
+            model = estimate(dom, NoisyMarginals(noisy).measurements(), iters=self.iters, warm_start=model)
             times["estimate"] += time.perf_counter() - te
             w = model.project(cl).ravel()
             annealed = bool(np.abs(w - z).sum() <= math.sqrt(2 / math.pi) * sigma * n_cl)
@@ -255,16 +294,15 @@ class AIM:
                 sigma /= 2
                 eps *= 2
 
-        # GENERATE
-        te = time.perf_counter()
-        model = estimate(dom, measurements, iters=self.final_iters, warm_start=model)
-        times["estimate"] += time.perf_counter() - te
+        # GENERATE (by default a final Private-PGM fit, warm-started, and Algorithms 7-8)
         tg = time.perf_counter()
-        synth = model.synthetic_data(self.synthetic_records, rng=rng)
+        marginals = NoisyMarginals(noisy)
+        out = self.generator_.generate(dom, marginals, rng, records=self.synthetic_records, warm_start=model)
+        model = out.extras.get("model")
         times["generate"] = time.perf_counter() - tg
         times["total"] = time.perf_counter() - t0
         return SynthesisResult.from_ledger(
-            synth,
+            out.synthetic,
             self.name,
             self.parameters(),
             ledger,
@@ -274,8 +312,9 @@ class AIM:
                 "rounds": t,
                 "trace": trace,
                 "measured": measured,
-                "model_mb": model.size_mb,
-                "measurements": measurements,
+                "model_mb": None if model is None else model.size_mb,
+                "measurements": marginals,
+                **{k: v for k, v in out.extras.items() if k != "model"},
             },
         )
 

@@ -32,21 +32,32 @@ income>50K on adult) gives the three forced pairs and the forced triple.
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
 
 import networkx as nx
 import numpy as np
 
 from ..dataset import Dataset
-from ..domain import Attribute, Domain
+from ..domain import Domain
 from ..privacy import BudgetLedger, measure_marginals
-from ..privacy.accounting import eq51_sigma
-from .base import SynthesisResult, check_run_inputs
-from .compression import Compression, compress_domain, noisy_marginal_measurement
+from .base import (
+    NO_RNG,
+    SynthesisResult,
+    check_generator,
+    check_marginals_fit,
+    check_positive_int,
+    check_records,
+    check_run_inputs,
+    largest,
+)
+from .compression import Compression, compress_domain
+from .generators import Generator, PGMGenerator
 from .mst import check_cliques
+from .nist_mst_census import IncwageValuehTransform, digits_class  # re-exported (census transform, own module)
 
 __all__ = [
     "IncwageValuehTransform",
@@ -77,129 +88,6 @@ class Transform(Protocol):
     def forward(self, data: Dataset) -> Dataset: ...
 
     def reverse(self, data: Dataset, rng: np.random.Generator, domain: Domain) -> Dataset: ...
-
-
-#: Algorithm 10's moduli: INCWAGE_B = the first ``i`` with ``digits ≡ 0 (mod m_i)``.
-DIGIT_MODULI = (100, 20, 50, 25, 10, 5, 2, 1)
-
-
-def digits_class(digits: np.ndarray) -> np.ndarray:
-    """INCWAGE_B of Algorithm 3: for the last two digits ``l`` (0..99), the first index
-    ``k`` of ``m = [100, 20, 50, 25, 10, 5, 2, 1]`` with ``l ≡ 0 (mod m_k)`` (Algorithm 10)."""
-    d = np.asarray(digits, dtype=np.int64)
-    out = np.full(d.shape, len(DIGIT_MODULI) - 1, dtype=np.int64)
-    for k in range(len(DIGIT_MODULI) - 1, -1, -1):
-        out[d % DIGIT_MODULI[k] == 0] = k
-    return out
-
-
-_CLASS_MEMBERS = [np.flatnonzero(digits_class(np.arange(100)) == k) for k in range(len(DIGIT_MODULI))]
-
-
-@dataclass(frozen=True)
-class IncwageValuehTransform:
-    """Algorithm 3 (forward) and Algorithms 9–10 (reverse) of the NIST-MST paper.
-
-    On raw codes (``VALUEH``, ``INCWAGE`` ∈ 0..9,999,999; 9,999,998 / 9,999,999 special):
-
-    - ``VALUEH ↦ 5001`` (9,999,998), ``5002`` (9,999,999), else ``min(VALUEH, 25000) // 5``
-      (5,003 values; 99.7 % of the provisional values were multiples of 5 ≤ 25,000);
-    - ``INCWAGE ↦ (INCWAGE_A, INCWAGE_B)``: ``A = 51`` for 9,999,998, else
-      ``min(INCWAGE, 5000) // 100`` (52 values); ``B`` = :func:`digits_class` of the last
-      two digits (8 values; 0 for the special code).
-
-    Reverse (Algorithm 9): ``VALUEH = 5·v`` (``v ≤ 5000``) or the special codes;
-    ``INCWAGE = 100·A + DIGITS`` (``A ≤ 50``) or 9,999,998, DIGITS drawn uniformly from
-    the values of class ``B`` (Algorithm 10). Exact on the image of ``forward``:
-    values that are multiples of 5 ≤ 25,000 (VALUEH) and multiples of 50 ≤ 5,000 or the
-    special code (INCWAGE) come back unchanged; other values come back as a value of
-    the same class (the information Algorithm 3 chose to discard).
-
-    The paper's text renders the reverse's conditions as ``INCWAGE_A ≤ 500`` /
-    ``= 5100``; with ``A``'s 52 values (Table 4) they can only be ``≤ 50`` / ``= 51``.
-    """
-
-    valueh: str = "VALUEH"
-    incwage: str = "INCWAGE"
-    special_1: int = 9_999_998
-    special_2: int = 9_999_999
-
-    @property
-    def a_name(self) -> str:
-        return f"{self.incwage}_A"
-
-    @property
-    def b_name(self) -> str:
-        return f"{self.incwage}_B"
-
-    def transform_domain(self, domain: Domain) -> Domain:
-        for a in (self.valueh, self.incwage):
-            if a not in domain:
-                raise ValueError(f"transform needs attribute {a!r}; domain has {list(domain.names)}")
-            need = (self.special_2 if a == self.valueh else self.special_1) + 1
-            if domain[a].size < need:
-                raise ValueError(f"attribute {a!r} needs the raw domain of >= {need:,} values, has {domain[a].size:,}")
-        attrs = []
-        for attr in domain.attributes:
-            if attr.name == self.valueh:
-                attrs.append(Attribute(self.valueh, 5003))
-            elif attr.name == self.incwage:
-                attrs.append(Attribute(self.a_name, 52))
-                attrs.append(Attribute(self.b_name, len(DIGIT_MODULI)))
-            else:
-                attrs.append(attr)
-        return Domain(tuple(attrs))
-
-    def forward(self, data: Dataset) -> Dataset:
-        new = self.transform_domain(data.domain)
-        cols = {}
-        for a in data.domain.names:
-            x = data.column(a).astype(np.int64)
-            if a == self.valueh:
-                v = np.minimum(x, 25_000) // 5
-                v = np.where(x == self.special_1, 5001, np.where(x == self.special_2, 5002, v))
-                cols[a] = v
-            elif a == self.incwage:
-                special = x == self.special_1
-                capped = np.minimum(x, 5000)
-                cols[self.a_name] = np.where(special, 51, capped // 100)
-                cols[self.b_name] = np.where(special, 0, digits_class(capped % 100))
-            else:
-                cols[a] = x
-        codes = np.stack([cols[a] for a in new.names], axis=1)
-        return Dataset._trusted(codes, new, data.weights)
-
-    def reverse(self, data: Dataset, rng: np.random.Generator, domain: Domain | None = None) -> Dataset:
-        """Algorithms 9-10 (see the class docstring); ``domain``: the original domain
-        (default: the two raw attributes with 10,000,000 values, others as they are)."""
-        if not isinstance(rng, np.random.Generator):
-            raise ValueError("reverse needs an explicit numpy.random.Generator as rng")
-        names = []
-        cols = []
-        for a in data.domain.names:
-            x = data.column(a).astype(np.int64)
-            if a == self.valueh:
-                names.append(a)
-                cols.append(np.where(x == 5001, self.special_1, np.where(x == 5002, self.special_2, 5 * x)))
-            elif a == self.a_name:
-                b = data.column(self.b_name).astype(np.int64)
-                digits = np.empty(x.size, dtype=np.int64)
-                for k, members in enumerate(_CLASS_MEMBERS):
-                    sel = np.flatnonzero(b == k)
-                    digits[sel] = rng.choice(members, size=sel.size)
-                names.append(self.incwage)
-                cols.append(np.where(x == 51, self.special_1, 100 * x + digits))
-            elif a == self.b_name:
-                continue
-            else:
-                names.append(a)
-                cols.append(x)
-        if domain is None:
-            domain = Domain(
-                tuple(Attribute(n, 10_000_000) if n in (self.valueh, self.incwage) else data.domain[n] for n in names)
-            )
-        codes = np.stack(cols, axis=1)
-        return Dataset._trusted(codes, domain.project(names) if domain.names != tuple(names) else domain, data.weights)
 
 
 # ----------------------------------------------------------------------------- Algorithm 5
@@ -319,6 +207,8 @@ class NISTMST:
         Algorithm 4's 3 (σ units).
     iters:
         Private-PGM iterations.
+    generator:
+        The GENERATE step (:mod:`.generators`); ``None``: ``PGMGenerator(iters=iters)`` (step 7).
     memory_limit_mb:
         Refuse (``ModelTooLargeError``, a ``ValueError``) *before* the second round of noise
         when the selected cliques' junction tree would need more (``None``: no limit).
@@ -336,8 +226,19 @@ class NISTMST:
     iters: int = 5000
     synthetic_records: int | None = None
     memory_limit_mb: float | None = 4096.0
+    generator: Generator | None = None
 
     name = "nist-mst"
+
+    def __post_init__(self) -> None:
+        check_positive_int("iters", self.iters)
+        check_records(self.synthetic_records)
+        check_generator(self.generator)
+
+    @property
+    def generator_(self) -> Generator:
+        """The generator GENERATE uses: ``generator``, or Private-PGM with ``iters``."""
+        return PGMGenerator(iters=self.iters) if self.generator is None else self.generator
 
     def parameters(self) -> dict:
         return {
@@ -353,6 +254,7 @@ class NISTMST:
             "iters": self.iters,
             "synthetic_records": self.synthetic_records,
             "memory_limit_mb": self.memory_limit_mb,
+            "generator": {"name": self.generator_.name, **asdict(self.generator_)},
         }
 
     def _designated(self, domain: Domain) -> tuple[str, ...]:
@@ -365,10 +267,34 @@ class NISTMST:
                 return ()
         return tuple(self.designated)
 
-    def validate(self, data: Dataset, public: Dataset | None) -> Domain:
-        """Every check that needs the data — before any noise. Returns the transformed domain."""
-        if not isinstance(data, Dataset) or len(data) == 0:
-            raise ValueError("data must be a non-empty Dataset")
+    @staticmethod
+    def calibrate(epsilon: float, delta: float) -> tuple[BudgetLedger, float]:
+        """Step 1: the zCDP ledger of (ε, δ) (Prop. 4) and Eq. 5.1's
+        ``σ = (sqrt(log 1/δ) + sqrt(log 1/δ + ε)) / ε``, which is ``1/sqrt(ρ)`` for Prop. 4's
+        largest ρ (Theorem 2) — computed as ``1/sqrt(ledger.total)`` so that it carries the
+        ledger's calibration margin and the two rounds never spend more than (ε, δ)
+        (:func:`~margsynth.privacy.accounting.eq51_sigma` is the formula without it)."""
+        ledger = BudgetLedger.from_dp(epsilon, delta, conversion="prop4")
+        return ledger, math.sqrt(1.0 / ledger.total)
+
+    def validate(
+        self,
+        data: Dataset,
+        epsilon: float,
+        delta: float,
+        *,
+        public: Dataset | None = None,
+        rng: Any = NO_RNG,
+        **_: object,
+    ) -> Domain:
+        """Every check of :meth:`run` — privacy parameters, rng, data, public data, designated
+        attributes, weights, and that Eq. 5.1's two rounds fit the budget — before any noise.
+        Returns the transformed domain."""
+        check_run_inputs(data, epsilon, delta, rng)
+        ledger, sigma = self.calibrate(epsilon, delta)
+        if not (math.isfinite(sigma) and ledger.can_afford(1.0 / sigma**2)):
+            # Theorem 2: both rounds must fit before any noise
+            raise ValueError(f"Eq. 5.1 sigma={sigma!r} does not fit the (epsilon, delta)=({epsilon!r}, {delta!r}) budget")
         if public is None:
             raise ValueError("NIST-MST needs a public dataset (public=...) for its selection (Algorithm 5)")
         if not isinstance(public, Dataset) or len(public) == 0:
@@ -387,6 +313,9 @@ class NISTMST:
         if des:
             check_cliques(dom, [des], "designated")
         check_cliques(dom, [(a,) for a, _ in self.oneway_weights], "oneway_weights")
+        # Algorithm 5 scores every pair (mutual information) and measures the designated triple
+        check_marginals_fit(dom, [largest(dom, 2), *([des] if des else [])], "marginal")
+        check_records(self.synthetic_records, columns=len(data.domain))
         return dom
 
     def run(
@@ -397,17 +326,14 @@ class NISTMST:
         rng: np.random.Generator,
         *,
         public: Dataset | None = None,
-        **_: object,
+        **kw: object,
     ) -> SynthesisResult:
-        check_run_inputs(None, epsilon, delta, rng)
-        self.validate(data, public)
+        self.validate(data, epsilon, delta, public=public, rng=rng, **kw)
         times: dict[str, float] = {}
         t0 = time.perf_counter()
-        # (1) calibrate: Eq. 5.1; the ledger holds rho = 1/sigma^2 (Prop. 4 exactly at (eps, delta))
-        sigma = eq51_sigma(epsilon, delta)
-        ledger = BudgetLedger.from_dp(epsilon, delta, conversion="prop4")
-        if not ledger.can_afford(1.0 / sigma**2):  # Theorem 2: both rounds must fit before any noise
-            raise ValueError(f"Eq. 5.1 sigma={sigma!r} does not fit the (epsilon, delta) budget (rho={ledger.total!r})")
+        # (1) calibrate: Eq. 5.1; the ledger holds rho = 1/sigma^2, spent in two equal rounds
+        # (one-way, selected) of 1/(2 sigma^2) each
+        ledger, sigma = self.calibrate(epsilon, delta)
         # (2) encode the domain from public information
         if self.encode_from_public:
             enc = Compression(data.domain, {a: public.marginal((a,)) > 0 for a in data.domain.names})
@@ -427,9 +353,9 @@ class NISTMST:
             ledger=ledger,
             label="measure 1-way",
         )
-        one_way = [noisy_marginal_measurement(m) for m in log1]
+        one_way = log1
         if self.compress:
-            comp, one_way = compress_domain(priv.domain, one_way, self.compress_threshold)
+            comp, one_way = compress_domain(priv.domain, log1, self.compress_threshold)
         else:
             comp = Compression(priv.domain, {a: np.ones(priv.domain[a].size, bool) for a in priv.domain.names})
         cpriv, cpub = comp.compress(priv), comp.compress(pub)
@@ -464,14 +390,10 @@ class NISTMST:
             cpriv, list(zip(cliques, weights)), sigma, rng, ledger=ledger, label="measure selected"
         )
         times["measure_selected"] = time.perf_counter() - t2
-        # (7) synthesize with Private-PGM (Eq. 4.2; Algorithms 7-8)
-        t3 = time.perf_counter()
-        from ..inference.pgm import estimate
-
-        model = estimate(comp.compressed, one_way + [noisy_marginal_measurement(m) for m in log2], iters=self.iters)
-        times["estimate"] = time.perf_counter() - t3
+        # (7) GENERATE: by default Private-PGM (Eq. 4.2) and Algorithms 7-8
         t4 = time.perf_counter()
-        synth = model.synthetic_data(self.synthetic_records, rng=rng)
+        out = self.generator_.generate(comp.compressed, one_way + log2, rng, records=self.synthetic_records)
+        synth = out.synthetic
         # (8) reverse: compression, transforms (Algorithm 9), encoding
         synth = comp.reverse(synth, rng)
         doms = [enc.compressed]
@@ -499,5 +421,6 @@ class NISTMST:
                 "compression_map": comp,
                 "log_oneway": log1,
                 "log_selected": log2,
+                **{k: v for k, v in out.extras.items() if k != "model"},
             },
         )

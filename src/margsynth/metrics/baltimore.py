@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from .aemc import AttributeSpec, Distance, MarginalSpec
+from .range_queries import query_errors
 
 __all__ = ["PRESETS", "TABLE1_COLUMNS", "inverse_pie", "range_query_error", "table1_specs"]
 
@@ -120,7 +121,8 @@ def range_query_error(truth, synthetic, *, n_queries: int = 300, fraction: float
     Each query sums the counts over ``round(fraction·278)`` = 83 random
     neighborhoods, ``round(fraction·174)`` = 52 random incident types and
     ``n_months`` = 4 random months (each drawn without replacement);
-    the error is ``|true − synthetic| / max(true, floor)``. Seeded: the
+    the error is ``|true − synthetic| / max(true, floor)``
+    (:func:`~margsynth.metrics.range_queries.query_errors`). Seeded: the
     published queries were not, so only the magnitude is comparable.
     """
     t = _table(truth, "truth")
@@ -134,13 +136,9 @@ def range_query_error(truth, synthetic, *, n_queries: int = 300, fraction: float
     k_nb, k_ty = int(math.floor(fraction * n_nb)), int(math.floor(fraction * n_ty))
     if not (1 <= n_months <= n_m):
         raise ValueError(f"n_months must be in 1..{n_m}, got {n_months}")
-    d = s - t
-    errs = np.empty(n_queries)
-    for k in range(n_queries):
-        nb = rng.choice(n_nb, k_nb, replace=False)
-        mo = rng.choice(n_m, n_months, replace=False)
-        ty = rng.choice(n_ty, k_ty, replace=False)
-        true = t[np.ix_(nb, mo, ty)].sum()
-        diff = d[np.ix_(nb, mo, ty)].sum()
-        errs[k] = abs(diff) / max(true, floor)
-    return float(errs.mean())
+    boxes = [
+        (rng.choice(n_nb, k_nb, replace=False), rng.choice(n_m, n_months, replace=False),
+         rng.choice(n_ty, k_ty, replace=False))
+        for _ in range(n_queries)
+    ]  # fmt: skip
+    return float(query_errors(t, s, boxes, relative=True, floor=floor).mean())

@@ -44,6 +44,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..dataset import Dataset
+from .marginal import marginal_tvs
 
 __all__ = [
     "DOWNSTREAM_TARGETS",
@@ -125,7 +126,7 @@ def downstream_error(
     subsamples the training set (with ``rng``) for speed. A synthetic training set with
     a single target class predicts that class.
     """
-    from sklearn.ensemble import GradientBoostingClassifier, GradientBoostingRegressor
+    from sklearn.ensemble import GradientBoostingClassifier, GradientBoostingRegressor  # heavy import, this metric only
 
     rng = _check_rng(rng)
     test = real if test is None else test
@@ -286,13 +287,14 @@ def sw_2way(
 
 
 def tv_2way(real: Dataset, synth: Dataset, *, rng: np.random.Generator | None = None, l1: bool = False) -> float:
-    """Eq. 11: mean over 2-way marginals of ``1/2 ||p - q||_1`` (``l1=True``: ``||p - q||_1``)."""
+    """Eq. 11: mean over 2-way marginals of ``1/2 ||p - q||_1`` (``l1=True``: ``||p - q||_1``);
+    :func:`~margsynth.metrics.marginal.tv_distance` per marginal."""
     _check_pair(real, synth)
     pairs = _pairs(real.domain)
     if not pairs:
         raise ValueError("need at least 2 attributes for 2-way marginals")
-    f = 1.0 if l1 else 0.5
-    return float(np.mean([f * np.abs(_marginal_probs(real, c) - _marginal_probs(synth, c)).sum() for c in pairs]))
+    tvs = marginal_tvs(real, synth, pairs)
+    return float(np.mean(2.0 * tvs if l1 else tvs))
 
 
 #: ``margsynth evaluate`` name -> metric.

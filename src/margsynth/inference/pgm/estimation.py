@@ -54,6 +54,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from ...domain import Domain
 from .factor import align
@@ -355,6 +356,128 @@ class _Evaluator:
         return self.obj.value_and_grad(p, v[id(p)], G, v[id(G)])
 
 
+class _Iterate:
+    """The state of the descent: the iterate ``theta`` (log-potentials, flat) with its
+    marginals ``p``, gradient ``G`` and loss ``val``; the previous iterate (momentum);
+    scratch buffers for the trial point ``*_new`` and the extrapolated point ``*_y``;
+    the step size ``eta`` and counters. Buffers are swapped, never copied."""
+
+    def __init__(self, ev: _Evaluator, theta: np.ndarray) -> None:
+        self.ev = ev
+        self.theta = ev.adopt(theta)
+        self.theta_prev, self.theta_new, self.theta_y = ev.buffer(), ev.buffer(), ev.buffer()
+        self.p, self.p_new, self.p_y = ev.buffer(), ev.buffer(), ev.buffer()
+        self.G, self.G_new, self.G_y = ev.buffer(), ev.buffer(), ev.buffer()
+        self.val = ev(self.theta, self.p, self.G)
+        self.eta = self.eta0 = 0.0
+        self.k = 0  # accepted steps since the last (re)start of the momentum
+        self.restarts = 0
+        self.best_val, self.best_theta = self.val, None
+
+    def accept(self, new_val: float) -> None:
+        """The trial point ``*_new`` becomes the iterate."""
+        self.theta_prev, self.theta, self.theta_new = self.theta, self.theta_new, self.theta_prev
+        self.p, self.p_new = self.p_new, self.p
+        self.G, self.G_new = self.G_new, self.G
+        self.val = new_val
+        self.k += 1
+
+
+def _armijo(s: _Iterate, ty: np.ndarray, py: np.ndarray, Gy: np.ndarray, val_y: float) -> float | None:
+    """Backtracking line search for the mirror step from ``y`` (module docstring): the
+    trial point ``theta_new = y - eta * grad(y)`` is accepted when ``L(new) <= L(y) -
+    ARMIJO * <grad, mu_y - mu_new>``, else ``eta`` is halved. Returns the accepted loss
+    (trial point in ``s.*_new``) or ``None`` when no step is acceptable."""
+    gp = float(Gy @ py)
+    for _ in range(MAX_HALVINGS):
+        np.multiply(Gy, -s.eta, out=s.theta_new)
+        s.theta_new += ty
+        new_val = s.ev(s.theta_new, s.p_new, s.G_new)
+        decrease = gp - float(Gy @ s.p_new)  # <grad, mu_y - mu_new>
+        if new_val <= val_y - ARMIJO * max(decrease, 0.0) or (new_val <= val_y and decrease <= 0):
+            return new_val
+        s.eta *= 0.5
+    return None
+
+
+def _mirror_descent_step(s: _Iterate, t: int) -> bool:
+    """One step of entropic mirror descent (McKenna, Sheldon & Miklau, ICML 2019,
+    Algorithm 1) with the Armijo step size. ``False``: (numerically) optimal, stop."""
+    new_val = _armijo(s, s.theta, s.p, s.G, s.val)
+    if new_val is None:
+        return False
+    s.eta *= STEP_GROWTH
+    s.accept(new_val)
+    return True
+
+
+def _accelerated_step(s: _Iterate, t: int) -> bool:
+    """The mirror step from the extrapolated point ``y = theta + k/(k+3) (theta -
+    theta_prev)`` (Nesterov momentum, as in FISTA, Beck & Teboulle 2009) with adaptive
+    restart (O'Donoghue & Candes 2015): a step that would raise the loss is not taken
+    and the momentum is reset. ``False``: (numerically) optimal, stop."""
+    if s.k > 0:
+        np.subtract(s.theta, s.theta_prev, out=s.theta_y)
+        s.theta_y *= s.k / (s.k + 3.0)
+        s.theta_y += s.theta
+        ty, py, Gy, val_y = s.theta_y, s.p_y, s.G_y, s.ev(s.theta_y, s.p_y, s.G_y)
+    else:
+        ty, py, Gy, val_y = s.theta, s.p, s.G, s.val
+    new_val = _armijo(s, ty, py, Gy, val_y)
+    if new_val is None:
+        return False
+    restart = new_val > s.val
+    if restart:
+        s.k = 0
+        s.restarts += 1
+    s.eta *= STEP_GROWTH
+    if not restart:
+        s.accept(new_val)
+    return True
+
+
+def _subgradient_step(s: _Iterate, t: int) -> bool:
+    """One mirror step with the subgradient schedule ``eta_t = eta_0 / sqrt(t + 1)``
+    (L1 loss); the best iterate is kept, as the method is not monotone."""
+    s.eta = s.eta0 / np.sqrt(t + 1.0)
+    np.multiply(s.G, -s.eta, out=s.theta_new)
+    s.theta_new += s.theta
+    s.accept(s.ev(s.theta_new, s.p_new, s.G_new))
+    if s.val < s.best_val:
+        s.best_val, s.best_theta = s.val, s.theta.copy()
+    return True
+
+
+#: ``method`` -> step function for the smooth (L2) loss; the L1 loss uses :func:`_subgradient_step`.
+_STEPS: dict[str, Callable[[_Iterate, int], bool]] = {
+    "accelerated": _accelerated_step,
+    "mirror_descent": _mirror_descent_step,
+}
+
+
+def _descend(s: _Iterate, step: Callable[[_Iterate, int], bool], iters: int, callback, progress: bool) -> np.ndarray:
+    """The loop shared by every method: up to ``iters`` calls of ``step``, the loss after
+    each, progress bar and callback. Returns the loss history."""
+    history = np.empty(iters)
+    done = 0
+    bar = None
+    if progress:
+        bar = tqdm(total=iters, desc="Private-PGM", unit="it", mininterval=0.5)
+    for t in range(iters):
+        if not step(s, t):
+            break
+        history[t] = s.val
+        done = t + 1
+        if bar is not None and (t % 50 == 49 or t == iters - 1):
+            bar.update(t + 1 - bar.n)
+            bar.set_postfix(loss=f"{s.val:.6g}", refresh=False)
+        if callback is not None and callback(t, s.val, s.eta):
+            break
+    if bar is not None:
+        bar.close()
+    return history[:done]
+
+
 def _estimate(
     domain,
     measurements,
@@ -399,96 +522,37 @@ def _estimate(
     obj = Objective(bp, compiled, total, loss)
     ev = _Evaluator(bp, obj)
 
-    theta = ev.adopt(_initial_theta(bp, warm_start))
-    theta_prev, theta_new, theta_y = ev.buffer(), ev.buffer(), ev.buffer()
-    p, p_new, p_y = ev.buffer(), ev.buffer(), ev.buffer()
-    G, G_new, G_y = ev.buffer(), ev.buffer(), ev.buffer()
-    val = ev(theta, p, G)
+    s = _Iterate(ev, _initial_theta(bp, warm_start))
     if step_size is not None:
-        eta = float(step_size)
-        if not np.isfinite(eta) or eta <= 0:
+        s.eta = float(step_size)
+        if not np.isfinite(s.eta) or s.eta <= 0:
             raise ValueError(f"step_size must be finite and > 0, got {step_size!r}")
     elif warm_start is not None and "step_size" in warm_start.stats:
-        eta = float(warm_start.stats["step_size"])
+        s.eta = float(warm_start.stats["step_size"])
     else:
-        eta = 1.0 / max(obj.lipschitz, 1e-300)
+        s.eta = 1.0 / max(obj.lipschitz, 1e-300)
     smooth = obj.loss == "l2"
-    accelerated = smooth and method == "accelerated"
-    eta0 = eta if step_size is not None else 1.0 / max(float(np.abs(G).max()), 1e-300)  # L1 schedule
-    history = np.empty(iters)
+    s.eta0 = s.eta if step_size is not None else 1.0 / max(float(np.abs(s.G).max()), 1e-300)  # L1 schedule
     setup = time.perf_counter() - t0
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=iters, desc="Private-PGM", unit="it", mininterval=0.5)
-    done, k, restarts = 0, 0, 0
-    best_val, best_theta = val, None
-    for t in range(iters):
-        moved = True
-        if smooth:
-            if accelerated and k > 0:
-                # Nesterov extrapolation of the log-potentials: y = theta + k/(k+3) (theta - theta_prev)
-                np.subtract(theta, theta_prev, out=theta_y)
-                theta_y *= k / (k + 3.0)
-                theta_y += theta
-                ty, val_y = theta_y, ev(theta_y, p_y, G_y)
-                py, Gy = p_y, G_y
-            else:
-                ty, py, Gy, val_y = theta, p, G, val
-            gp = float(Gy @ py)
-            for _ in range(MAX_HALVINGS):  # Armijo backtracking from y
-                np.multiply(Gy, -eta, out=theta_new)
-                theta_new += ty
-                new_val = ev(theta_new, p_new, G_new)
-                decrease = gp - float(Gy @ p_new)  # <grad, mu_y - mu_new>
-                if new_val <= val_y - ARMIJO * max(decrease, 0.0) or (new_val <= val_y and decrease <= 0):
-                    break
-                eta *= 0.5
-            else:  # no acceptable step: (numerically) optimal
-                break
-            if accelerated and new_val > val:  # adaptive restart (O'Donoghue & Candes 2015)
-                k, moved = 0, False
-                restarts += 1
-            eta *= STEP_GROWTH
-        else:
-            eta = eta0 / np.sqrt(t + 1.0)
-            np.multiply(G, -eta, out=theta_new)
-            theta_new += theta
-            new_val = ev(theta_new, p_new, G_new)
-        if moved:
-            theta_prev, theta, theta_new = theta, theta_new, theta_prev
-            p, p_new = p_new, p
-            G, G_new = G_new, G
-            val = new_val
-            k += 1
-            if not smooth and val < best_val:
-                best_val, best_theta = val, theta.copy()
-        history[t] = val
-        done = t + 1
-        if bar is not None and (t % 50 == 49 or t == iters - 1):
-            bar.update(t + 1 - bar.n)
-            bar.set_postfix(loss=f"{val:.6g}", refresh=False)
-        if callback is not None and callback(t, val, eta):
-            break
-    if bar is not None:
-        bar.close()
+    step = _STEPS[method] if smooth else _subgradient_step
+    history = _descend(s, step, iters, callback, progress)
+    theta, val = s.theta, s.val
     if not smooth:  # non-monotone subgradient method: keep the best iterate
-        if best_theta is not None:
-            theta = ev.adopt(best_theta)
-        val = best_val
+        if s.best_theta is not None:
+            theta = ev.adopt(s.best_theta)
+        val = s.best_val
     # shift log Z into the root's potential (a tidy, normalised parameter vector)
     th_views = bp.views(theta)
-    log_z = bp.calibrate(th_views, bp.views(p_new))
+    log_z = bp.calibrate(th_views, bp.views(s.p_new))
     th_views[tree.root] -= log_z
     model = GraphicalModel(domain, tree, [v.copy() for v in th_views], total)
     model.stats.update(
-        loss_history=history[:done],
+        loss_history=history,
         loss=float(val),
-        step_size=float(eta) if smooth else float(eta0),
-        iterations=done,
+        step_size=float(s.eta) if smooth else float(s.eta0),
+        iterations=history.size,
         evaluations=ev.count,
-        restarts=restarts,
+        restarts=s.restarts,
         method=method if smooth else "subgradient",
         total_estimated=total_estimated,
         setup_seconds=setup,

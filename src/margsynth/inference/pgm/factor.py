@@ -186,6 +186,8 @@ class Factor:
     values:
         numpy array (or torch tensor) of log-values; ``values.ndim == len(attrs)``.
 
+    Notes
+    -----
     Products (``f + g`` in log space, also spelled ``f * g``) align both
     operands onto the union of their attributes (order: ``f``'s attributes,
     then ``g``'s new ones); :meth:`logsumexp` sums attributes out;

@@ -40,15 +40,18 @@ counting pass, so the 80% dropout also saves work.
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
 
 from .slicing import DirectionBank
 
-__all__ = ["OptimizationTrace", "optimize_particles"]
+__all__ = ["OptimizationTrace", "OptimizerConfig", "optimize_particles"]
 
 RANKINGS = ("buckets", "sort")
 
@@ -74,50 +77,103 @@ class _Clique:
         self.M = bank.M if self.k > 1 else 1
 
 
+def _integer(name: str, value: object, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+
+
+def _number(name: str, value: object, low: float, high: float = math.inf, *, closed_low: bool = False) -> None:
+    """A finite real in ``(low, high)`` (``[low, high)`` with ``closed_low``), else ``ValueError``."""
+    real = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+    v = float(value) if real else math.nan
+    if not (math.isfinite(v) and (v >= low if closed_low else v > low) and v < high):
+        raise ValueError(f"{name} must be a finite number in {'[' if closed_low else '('}{low:g}, {high:g}), got {value!r}")
+
+
+@dataclass(frozen=True)
+class OptimizerConfig:
+    """Hyperparameters of :func:`optimize_particles` (module docstring; PrivPGD paper §4.1
+    defaults in brackets there). Validated on construction (``ValueError`` naming the field).
+
+    ``n_particles`` N; ``epochs``; ``projections`` P directions per clique and step;
+    ``batch_size`` cliques per step; ``drop_fraction`` probability of dropping a gradient
+    entry; ``lr``, ``lr_step``, ``lr_gamma``: learning rate ``lr * lr_gamma ** (epoch //
+    lr_step)``; ``ranking`` ``"buckets"`` or ``"sort"`` and ``rank_buckets`` (B = rank_buckets
+    * N); ``gamma`` the penalty weight of Eq. 7; ``betas``, ``eps`` Adam's constants;
+    ``track_loss`` records the per-epoch SW2^2 in the trace.
+    """
+
+    n_particles: int
+    epochs: int
+    projections: int
+    batch_size: int
+    drop_fraction: float
+    lr: float
+    lr_step: int
+    lr_gamma: float
+    ranking: str = "buckets"
+    rank_buckets: float = 1.0
+    gamma: float = 0.0
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
+    track_loss: bool = False
+
+    def __post_init__(self) -> None:
+        _integer("n_particles", self.n_particles, 1)
+        _integer("epochs", self.epochs, 0)
+        _integer("projections", self.projections, 1)
+        _integer("batch_size", self.batch_size, 1)
+        _number("drop_fraction", self.drop_fraction, 0.0, 1.0, closed_low=True)
+        _number("lr", self.lr, 0.0)
+        _integer("lr_step", self.lr_step, 1)
+        _number("lr_gamma", self.lr_gamma, 0.0)
+        if self.ranking not in RANKINGS:
+            raise ValueError(f"ranking must be one of {RANKINGS}, got {self.ranking!r}")
+        _number("rank_buckets", self.rank_buckets, 0.0)
+        _number("gamma", self.gamma, 0.0, closed_low=True)
+        if len(tuple(self.betas)) != 2:
+            raise ValueError(f"betas must be a pair, got {self.betas!r}")
+        for b in self.betas:
+            _number("betas", b, 0.0, 1.0, closed_low=True)
+        _number("eps", self.eps, 0.0)
+
+
 def optimize_particles(
     counts: Sequence[np.ndarray],
     cliques: Sequence[Sequence[int]],
     centres: Sequence[np.ndarray],
     bank: DirectionBank,
     d: int,
+    config: OptimizerConfig | None = None,
     *,
-    n_particles: int,
-    epochs: int,
-    projections: int,
-    batch_size: int,
-    drop_fraction: float,
-    lr: float,
-    lr_step: int,
-    lr_gamma: float,
     generator: torch.Generator,
     device: torch.device | str = "cpu",
-    ranking: str = "buckets",
-    rank_buckets: float = 1.0,
     penalty: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor, float]] | None = None,
-    gamma: float = 0.0,
     init: torch.Tensor | None = None,
-    betas: tuple[float, float] = (0.9, 0.999),
-    eps: float = 1e-8,
-    track_loss: bool = False,
     callback: Callable[[int, torch.Tensor], None] | None = None,
+    **hyperparameters: Any,
 ) -> tuple[torch.Tensor, OptimizationTrace]:
     """Run the optimization step; returns the particles as a ``(d, N)`` float32 tensor
     (one row per attribute) and a trace.
 
+    ``config``: the hyperparameters (:class:`OptimizerConfig`); or, instead, its fields
+    as keyword arguments (``n_particles=…, epochs=…``), from which one is built.
     ``counts[s]`` are the quantized atom counts of clique ``s`` (summing to
     ``n_particles``), ``cliques[s]`` its attribute indices, ``centres[s]`` its embedded
     cells (``(K_s, k_s)``). ``penalty(Xt)`` returns ``(attr_index_tensor, grad_rows, value)``
     with ``grad_rows = N grad R`` restricted to those attributes (``(len(idx), N)``).
     All random numbers come from the CPU ``generator`` (identical on CPU and GPU).
     """
-    import time
-
-    if ranking not in RANKINGS:
-        raise ValueError(f"ranking must be one of {RANKINGS}, got {ranking!r}")
-    if not 0.0 <= drop_fraction < 1.0:
-        raise ValueError(f"drop_fraction must be in [0, 1), got {drop_fraction!r}")
-    if gamma < 0:
-        raise ValueError(f"gamma must be >= 0, got {gamma!r}")
+    if config is None:
+        config = OptimizerConfig(**hyperparameters)
+    elif hyperparameters:
+        raise ValueError(f"pass either config or hyperparameters as keywords, not both: {sorted(hyperparameters)}")
+    elif not isinstance(config, OptimizerConfig):
+        raise ValueError(f"config must be an OptimizerConfig, got {type(config).__name__}")
+    n_particles, epochs, projections = config.n_particles, config.epochs, config.projections
+    batch_size, drop_fraction, track_loss = config.batch_size, config.drop_fraction, config.track_loss
+    lr, lr_step, lr_gamma, betas, eps = config.lr, config.lr_step, config.lr_gamma, config.betas, config.eps
+    ranking, rank_buckets, gamma = config.ranking, config.rank_buckets, config.gamma
     device = torch.device(device)
     N = int(n_particles)
     for s, c in enumerate(counts):

@@ -23,8 +23,8 @@ __all__ = ["quantize"]
 def quantize(probabilities, n: int) -> np.ndarray:
     """Integer counts ``n_k >= 0`` with ``sum n_k = n`` and ``|n_k - n p_k| < 1`` (Eq. 6).
 
-    >>> quantize([0.5, 0.25, 0.25], 3).tolist()
-    [2, 1, 0]
+    >>> quantize([0.5, 0.25, 0.25], 3).tolist()  # remainders 0.5, 0.75, 0.75: the last two round up
+    [1, 1, 1]
     """
     p = np.asarray(probabilities, dtype=np.float64).ravel()
     if p.size == 0:
