@@ -31,6 +31,7 @@ TINY = {
     "privsyn-pgm": {"synthetic_records": 40, "iters": 5},
     "privpgd": {"preset": "fast", "n_particles": 40, "epochs": 1, "projection_iters": 2, "projection_lr_step": 1,
                 "lr_step": 1, "consistency_iters": 2},
+    "private-gsd": {"synthetic_rows": 20, "generations": 50, "progress": False},
 }  # fmt: skip
 GRID = [
     (1.0, 1e-9),

@@ -46,6 +46,7 @@ sampling of the changed rows, the output scaling) are written up in
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from dataclasses import asdict, dataclass, fields, replace
@@ -55,8 +56,17 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..privacy import BudgetLedger
-from ..privacy.accounting import CONVERSIONS
-from .base import SynthesisResult, check_privacy_params
+from .base import (
+    MEMORY_LIMIT_MB,
+    NO_RNG,
+    SynthesisResult,
+    bounded_records,
+    check_conversion,
+    check_marginals_fit,
+    check_positive_int,
+    check_records,
+    check_run_inputs,
+)
 from .queries import MarginalQueries, measure_queries, measure_total
 
 __all__ = [
@@ -425,11 +435,6 @@ def scale_rows(rows: np.ndarray, records: int, rng: np.random.Generator) -> np.n
 
 
 # --------------------------------------------------------------------------- the mechanism
-def _positive_int(name: str, v: Any) -> None:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-        raise ValueError(f"{name} must be a positive integer, got {v!r}")
-
-
 @dataclass(frozen=True)
 class PrivateGSD:
     """Private-GSD, one-shot (Liu, Tang, Vietri & Wu, ICML 2023, arXiv:2306.03257; as run in
@@ -509,7 +514,7 @@ class PrivateGSD:
     def check_hyperparameters(self) -> None:
         """Every hyperparameter, before any draw (``ValueError`` naming the field)."""
         for f in ("synthetic_rows", "generations", "rows_per_candidate", "elite_size", "degree"):
-            _positive_int(f, getattr(self, f))
+            check_positive_int(f, getattr(self, f))
         for f in ("mutations", "crossovers"):
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
@@ -526,7 +531,7 @@ class PrivateGSD:
         if self.loss not in LOSSES:
             raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
         if self.patience is not None:
-            _positive_int("patience", self.patience)
+            check_positive_int("patience", self.patience)
         if not (isinstance(self.tolerance, (int, float)) and not isinstance(self.tolerance, bool)
                 and math.isfinite(self.tolerance) and self.tolerance >= 0):  # fmt: skip
             raise ValueError(f"tolerance must be a finite number >= 0, got {self.tolerance!r}")
@@ -538,44 +543,39 @@ class PrivateGSD:
             raise ValueError(
                 f"total_share + measure_share must be at most 1, got {self.total_share} + {self.measure_share}"
             )
-        if self.conversion not in CONVERSIONS:
-            raise ValueError(f"conversion must be one of {CONVERSIONS}, got {self.conversion!r}")
-        if self.synthetic_records is not None:
-            _positive_int("synthetic_records", self.synthetic_records)
+        check_conversion(self.conversion)
+        check_records(self.synthetic_records)
         if not isinstance(self.progress, bool):
             raise ValueError(f"progress must be True or False, got {self.progress!r}")
 
-    def validate(
-        self,
-        data: Dataset,
-        epsilon: float | None = None,
-        delta: float | None = None,
-        rng: np.random.Generator | None = None,
-        **_: object,
-    ) -> None:
-        """All checks, no noise: hyperparameters, the data, and (when given) the privacy
-        parameters and the generator. Raises ``ValueError``."""
+    def validate(self, data: Dataset, epsilon: float, delta: float, *, rng: Any = NO_RNG, **_: object) -> None:
+        """Every check of :meth:`run`, before any noise: the shared ones
+        (:func:`~.base.check_run_inputs`), the hyperparameters, the workload's and the
+        search's memory, the output size. Raises ``ValueError``."""
+        check_run_inputs(data, epsilon, delta, rng)
         self.check_hyperparameters()
-        if epsilon is not None or delta is not None:
-            check_privacy_params(epsilon, delta)
-        if rng is not None and not isinstance(rng, np.random.Generator):
-            raise ValueError(f"rng must be an explicit numpy.random.Generator, got {type(rng).__name__}")
-        if not isinstance(data, Dataset):
-            raise ValueError(f"data must be a Dataset, got {type(data).__name__}")
-        if len(data) == 0:
-            raise ValueError("data has no records")
-        if self.degree > len(data.domain):
-            raise ValueError(f"degree {self.degree} exceeds the number of attributes ({len(data.domain)})")
+        d = len(data.domain)
+        if self.degree > d:
+            raise ValueError(f"degree {self.degree} exceeds the number of attributes ({d})")
         if data.weights is not None:
             raise ValueError("Private-GSD takes unweighted records (data.weights must be None)")
+        cliques = list(itertools.combinations(data.domain.names, self.degree))
+        check_marginals_fit(data.domain, cliques, f"{self.degree}-way marginal")
+        cells = sum(math.prod(data.domain[a].size for a in c) for c in cliques)
+        mb = (4 * 8 * cells + 2 * 4 * self.elite_size * self.synthetic_rows * d) / 2**20
+        if mb > MEMORY_LIMIT_MB:
+            raise ValueError(
+                f"Private-GSD needs about {mb:,.0f} MiB ({cells:,} marginal cells, elite of {self.elite_size} x "
+                f"{self.synthetic_rows:,} rows), more than the {MEMORY_LIMIT_MB:,.0f} MiB memory limit; expected "
+                "a smaller degree, smaller attributes or fewer synthetic_rows"
+            )
+        check_records(self.synthetic_records, columns=d)
 
     # ------------------------------------------------------------------ run
     def run(
         self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, **_: object
     ) -> SynthesisResult:
-        if rng is None:
-            raise ValueError("rng must be an explicit numpy.random.Generator, got NoneType")
-        self.validate(data, epsilon, delta, rng)
+        self.validate(data, epsilon, delta, rng=rng)
         seconds: dict[str, float] = {}
         t0 = time.perf_counter()
         ledger = BudgetLedger.from_dp(epsilon, delta, conversion=self.conversion)
@@ -599,13 +599,15 @@ class PrivateGSD:
         t1 = time.perf_counter()
         best, trace = self.search(cells, target, rng)
         seconds["search"] = time.perf_counter() - t1
-        records = self.synthetic_records or max(int(round(n_hat)), 1)
+        records, note = (
+            (self.synthetic_records, {}) if self.synthetic_records else bounded_records(n_hat, len(cells.sizes))
+        )
         synth = Dataset._trusted(scale_rows(best, records, rng).astype(data.codes.dtype), data.domain)
         seconds["total"] = time.perf_counter() - t0
         return SynthesisResult.from_ledger(
             synth, self.name, self.parameters(), ledger, seconds,
             {"rho": ledger.total, "sigma": meas.sigma, "sensitivity": meas.sensitivity, "n_hat": n_hat,
-             "cliques": list(workload.cliques), **trace},
+             "cliques": list(workload.cliques), **trace, **note},
         )  # fmt: skip
 
     def search(
