@@ -15,8 +15,9 @@ ran it)::
       MEASURE   its counts with Gaussian noise (Alg. 1 line 5), the rest of the round's share
       GENERATE  gradient steps (Adam) on the generator's parameters θ, loss = mean over all
                 measured queries of |â_q − q(G_θ(z))| (§4, the L1 loss), early-stopped;
-                P_ema ← β P_ema + (1 − β) G_θ(z)   (§4, exponential moving average)
-    OUTPUT    records sampled from the mixture of the rows of P_ema
+                EMA ← β EMA + (1 − β) G_θ(z)   (§4, exponential moving average of the
+                synthetic distributions: a mixture of the rounds' outputs, weights β^(T−t)(1−β))
+    OUTPUT    records sampled from that mixture
 
 The generator ``G_θ`` maps a fixed batch of ``batch_size`` Gaussian vectors ``z`` through an
 MLP with residual blocks (Linear → BatchNorm → ReLU, concatenated with the input, as the
@@ -46,6 +47,9 @@ from .queries import MarginalQueries, clique_scores, measure_queries, measure_to
 from .rap import _SAFETY, _fraction, _pos_float, _pos_int, adam_steps, check_device
 
 __all__ = ["PRESETS", "SELECTIONS", "GEM", "build_generator"]
+
+#: Rounds whose moving-average weight falls below this are dropped from the output mixture.
+_EMA_FLOOR = 1e-9
 
 SELECTIONS = ("marginal", "query")
 _CONVERSIONS = ("cks", "prop4")
@@ -237,7 +241,8 @@ class GEM:
         measured = np.zeros(0, np.int64)
         picked: list[int] = []
         targets = torch.zeros(0, device=dev)
-        ema = None
+        mixture: list[np.ndarray] = []  # generator outputs of past rounds ...
+        ema_weights = np.zeros(0)  # ... and their exponential-moving-average weights
         trace = []
         opt = torch.optim.Adam(net.parameters(), lr=self.lr)  # one optimiser across rounds (GEM keeps its state)
         bar = tqdm(range(rounds), desc="GEM rounds", unit="round", disable=not self.progress, mininterval=0.5)
@@ -275,8 +280,11 @@ class GEM:
 
             steps, loss = adam_steps(opt, loss_fn, iters=self.iters, tol=self.tol, patience=self.patience)
             with torch.no_grad():
-                out = output().double()
-                ema = out if ema is None else self.ema_beta * ema + (1.0 - self.ema_beta) * out
+                mixture.append(output().double().cpu().numpy())
+            ema_weights = np.append(self.ema_beta * ema_weights, 1.0 if t == 0 else 1.0 - self.ema_beta)
+            keep = ema_weights >= _EMA_FLOOR  # rounds whose weight has decayed away are dropped
+            mixture = [p for p, k in zip(mixture, keep) if k]
+            ema_weights = ema_weights[keep]
             seconds["fit"] += time.perf_counter() - ts
             trace.append(
                 {
@@ -292,9 +300,10 @@ class GEM:
 
         # OUTPUT: sample records from the EMA of the generator's product distributions
         ts = time.perf_counter()
-        probs = ema.cpu().numpy()
+        probs = np.concatenate(mixture)
+        row_weights = np.repeat(ema_weights / ema_weights.sum(), self.batch_size) / self.batch_size
         n_out = self.synthetic_records or max(int(round(n_hat)), 1)
-        synth = workload.sample_records(probs, n_out, rng)
+        synth = workload.sample_records(probs, n_out, rng, weights=row_weights)
         seconds["sample"] = time.perf_counter() - ts
         seconds["total"] = time.perf_counter() - t0
         return SynthesisResult.from_ledger(
@@ -311,6 +320,7 @@ class GEM:
                 "trace": trace,
                 "device": str(dev),
                 "relaxed": probs,
+                "relaxed_weights": row_weights,
             },
         )
 
