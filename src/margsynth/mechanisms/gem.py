@@ -42,9 +42,9 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..privacy import BudgetLedger
-from .base import SynthesisResult, check_run_inputs
+from .base import SynthesisResult
 from .queries import MarginalQueries, clique_scores, measure_queries, measure_total, query_scores, select_queries
-from .rap import _SAFETY, _fraction, _pos_float, _pos_int, adam_steps, check_device
+from .rap import _SAFETY, _pos_int, adam_steps, check_device, check_shared, with_torch_threads
 
 __all__ = ["PRESETS", "SELECTIONS", "GEM", "build_generator"]
 
@@ -52,7 +52,6 @@ __all__ = ["PRESETS", "SELECTIONS", "GEM", "build_generator"]
 _EMA_FLOOR = 1e-9
 
 SELECTIONS = ("marginal", "query")
-_CONVERSIONS = ("cks", "prop4")
 
 
 def build_generator(embedding_dim: int, hidden: tuple[int, ...], out_dim: int, seed: int):
@@ -157,7 +156,7 @@ class GEM:
         device: str | None = None,
     ) -> None:
         """Every check, before any noise: hyperparameters, data, (ε, δ), ``rng``, device."""
-        for f in ("degree", "rounds", "batch_size", "embedding_dim", "iters", "patience"):
+        for f in ("rounds", "batch_size", "embedding_dim"):
             _pos_int(f, getattr(self, f))
         if not isinstance(self.hidden, tuple) or not all(
             not isinstance(h, bool) and isinstance(h, (int, np.integer)) and h >= 1 for h in self.hidden
@@ -165,49 +164,19 @@ class GEM:
             raise ValueError(f"hidden must be a tuple of positive integers, got {self.hidden!r}")
         if self.batch_size < 2:
             raise ValueError(f"batch_size must be at least 2 (batch normalisation), got {self.batch_size!r}")
-        for f in ("lr", "tol"):
-            _pos_float(f, getattr(self, f))
         if isinstance(self.ema_beta, bool) or not isinstance(self.ema_beta, (int, float)) or not 0 <= self.ema_beta < 1:
             raise ValueError(f"ema_beta must be in [0, 1), got {self.ema_beta!r}")
-        for f in ("total_share", "select_share"):
-            _fraction(f, getattr(self, f))
         if self.select not in SELECTIONS:
             raise ValueError(f"select must be one of {SELECTIONS}, got {self.select!r}")
-        if not isinstance(self.progress, (bool, np.bool_)):
-            raise ValueError(f"progress must be True or False, got {self.progress!r}")
-        if self.synthetic_records is not None:
-            _pos_int("synthetic_records", self.synthetic_records)
-        if self.conversion not in _CONVERSIONS:
-            raise ValueError(f"conversion must be one of {_CONVERSIONS}, got {self.conversion!r}")
-        if self.threads is not None:
-            _pos_int("threads", self.threads)
-        if epsilon is not None or delta is not None:
-            check_run_inputs(None, epsilon, delta, rng if rng is not None else np.random.default_rng(0))
-        elif rng is not None and not isinstance(rng, np.random.Generator):
-            raise ValueError(f"rng must be an explicit numpy.random.Generator, got {type(rng).__name__}")
-        if not isinstance(data, Dataset) or len(data) == 0:
-            raise ValueError("data must be a non-empty Dataset")
-        if self.degree > len(data.domain):
-            raise ValueError(f"degree {self.degree} exceeds the number of attributes ({len(data.domain)})")
-        if device is not None:
-            check_device(device)
+        check_shared(self, data, epsilon, delta, rng, device)
 
     def run(
         self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, device: str = "cpu", **_: object
     ) -> SynthesisResult:
         """Synthesise records from ``data`` under (``epsilon``, ``delta``)-DP."""
         self.validate(data, epsilon, delta, rng, device)
-        import torch
-
         dev = check_device(device)
-        old = torch.get_num_threads()
-        if self.threads is not None:
-            torch.set_num_threads(self.threads)
-        try:
-            return self._run(data, float(epsilon), float(delta), rng, dev)
-        finally:
-            if self.threads is not None:
-                torch.set_num_threads(old)
+        return with_torch_threads(self.threads, lambda: self._run(data, float(epsilon), float(delta), rng, dev))
 
     def _run(self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, dev) -> SynthesisResult:
         import torch

@@ -46,7 +46,7 @@ from ..privacy import BudgetLedger
 from .base import SynthesisResult, check_run_inputs
 from .queries import MarginalQueries, measure_queries, measure_total, query_scores, select_queries
 
-__all__ = ["PRESETS", "RAP", "adam_steps", "check_device"]
+__all__ = ["PRESETS", "RAP", "adam_steps", "check_device", "check_shared", "with_torch_threads"]
 
 _CONVERSIONS = ("cks", "prop4")
 #: Shares are taken of ``(1 - 1e-9) ρ`` so that the rounding of many charges never spends more
@@ -75,6 +75,52 @@ def check_device(device: object):
     from ..inference.privpgd import resolve_device
 
     return resolve_device(device)
+
+
+def check_shared(mech, data, epsilon, delta, rng, device) -> None:
+    """The checks RAP and GEM share, before any noise: their common fields (``degree``,
+    ``iters``, ``patience``, ``lr``, ``tol``, the budget shares, ``progress``,
+    ``synthetic_records``, ``conversion``, ``threads``), then (ε, δ) and ``rng`` when given, the
+    data (non-empty, at least ``degree`` attributes) and the device."""
+    for f in ("degree", "iters", "patience"):
+        _pos_int(f, getattr(mech, f))
+    for f in ("lr", "tol"):
+        _pos_float(f, getattr(mech, f))
+    for f in ("total_share", "select_share"):
+        _fraction(f, getattr(mech, f))
+    if not isinstance(mech.progress, (bool, np.bool_)):
+        raise ValueError(f"progress must be True or False, got {mech.progress!r}")
+    if mech.synthetic_records is not None:
+        _pos_int("synthetic_records", mech.synthetic_records)
+    if mech.conversion not in _CONVERSIONS:
+        raise ValueError(f"conversion must be one of {_CONVERSIONS}, got {mech.conversion!r}")
+    if mech.threads is not None:
+        _pos_int("threads", mech.threads)
+    if epsilon is not None or delta is not None:
+        check_run_inputs(None, epsilon, delta, rng if rng is not None else np.random.default_rng(0))
+    elif rng is not None and not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be an explicit numpy.random.Generator, got {type(rng).__name__}")
+    if not isinstance(data, Dataset) or len(data) == 0:
+        raise ValueError("data must be a non-empty Dataset")
+    if mech.degree > len(data.domain):
+        raise ValueError(f"degree {mech.degree} exceeds the number of attributes ({len(data.domain)})")
+    if device is not None:
+        check_device(device)
+
+
+def with_torch_threads(threads: int | None, fn):
+    """``fn()`` with ``torch.set_num_threads(threads)`` (restored afterwards; ``None`` leaves it).
+    One thread by default, as PrivPGD: on the shared 2-core machine extra threads only contend."""
+    import torch
+
+    old = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        return fn()
+    finally:
+        if threads is not None:
+            torch.set_num_threads(old)
 
 
 def adam_steps(
@@ -180,32 +226,11 @@ class RAP:
         device: str | None = None,
     ) -> None:
         """Every check, before any noise: hyperparameters, data, (ε, δ), ``rng``, device."""
-        for f in ("degree", "n_rows", "rounds", "top_k", "iters", "patience"):
+        for f in ("n_rows", "rounds", "top_k"):
             _pos_int(f, getattr(self, f))
-        for f in ("lr", "tol"):
-            _pos_float(f, getattr(self, f))
-        for f in ("total_share", "select_share"):
-            _fraction(f, getattr(self, f))
         if not isinstance(self.one_shot, (bool, np.bool_)):
             raise ValueError(f"one_shot must be True or False, got {self.one_shot!r}")
-        if not isinstance(self.progress, (bool, np.bool_)):
-            raise ValueError(f"progress must be True or False, got {self.progress!r}")
-        if self.synthetic_records is not None:
-            _pos_int("synthetic_records", self.synthetic_records)
-        if self.conversion not in _CONVERSIONS:
-            raise ValueError(f"conversion must be one of {_CONVERSIONS}, got {self.conversion!r}")
-        if self.threads is not None:
-            _pos_int("threads", self.threads)
-        if epsilon is not None or delta is not None:
-            check_run_inputs(None, epsilon, delta, rng if rng is not None else np.random.default_rng(0))
-        elif rng is not None and not isinstance(rng, np.random.Generator):
-            raise ValueError(f"rng must be an explicit numpy.random.Generator, got {type(rng).__name__}")
-        if not isinstance(data, Dataset) or len(data) == 0:
-            raise ValueError("data must be a non-empty Dataset")
-        if self.degree > len(data.domain):
-            raise ValueError(f"degree {self.degree} exceeds the number of attributes ({len(data.domain)})")
-        if device is not None:
-            check_device(device)
+        check_shared(self, data, epsilon, delta, rng, device)
 
     # ------------------------------------------------------------------ run
     def run(
@@ -213,17 +238,8 @@ class RAP:
     ) -> SynthesisResult:
         """Synthesise records from ``data`` under (``epsilon``, ``delta``)-DP."""
         self.validate(data, epsilon, delta, rng, device)
-        import torch
-
         dev = check_device(device)
-        old = torch.get_num_threads()
-        if self.threads is not None:
-            torch.set_num_threads(self.threads)
-        try:
-            return self._run(data, float(epsilon), float(delta), rng, dev)
-        finally:
-            if self.threads is not None:
-                torch.set_num_threads(old)
+        return with_torch_threads(self.threads, lambda: self._run(data, float(epsilon), float(delta), rng, dev))
 
     def _run(self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, dev) -> SynthesisResult:
         import torch
