@@ -143,3 +143,14 @@ def test_registry_presets():
     assert isinstance(m, GEM) and m.rounds == 15
     assert create("gem").batch_size == 1000
     assert create("gem", hidden=[64, 64]).hidden == (64, 64)
+
+
+def test_output_is_the_moving_average_mixture_of_the_rounds(data):
+    beta = 0.5
+    r = GEM(**dict(SMALL, ema_beta=beta)).run(data, 1.0, 1e-6, np.random.default_rng(5))
+    B, T = SMALL["batch_size"], SMALL["rounds"]
+    rows, wts = r.extras["relaxed"], r.extras["relaxed_weights"]
+    assert rows.shape[0] == B * T and wts.sum() == pytest.approx(1.0)
+    per_round = wts.reshape(T, B).sum(1)
+    want = np.array([beta ** (T - 1)] + [beta ** (T - 1 - t) * (1 - beta) for t in range(1, T)])
+    np.testing.assert_allclose(per_round, want)

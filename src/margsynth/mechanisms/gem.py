@@ -15,8 +15,9 @@ ran it)::
       MEASURE   its counts with Gaussian noise (Alg. 1 line 5), the rest of the round's share
       GENERATE  gradient steps (Adam) on the generator's parameters θ, loss = mean over all
                 measured queries of |â_q − q(G_θ(z))| (§4, the L1 loss), early-stopped;
-                P_ema ← β P_ema + (1 − β) G_θ(z)   (§4, exponential moving average)
-    OUTPUT    records sampled from the mixture of the rows of P_ema
+                EMA ← β EMA + (1 − β) G_θ(z)   (§4, exponential moving average of the
+                synthetic distributions: a mixture of the rounds' outputs, weights β^(T−t)(1−β))
+    OUTPUT    records sampled from that mixture
 
 The generator ``G_θ`` maps a fixed batch of ``batch_size`` Gaussian vectors ``z`` through an
 MLP with residual blocks (Linear → BatchNorm → ReLU, concatenated with the input, as the
@@ -41,14 +42,16 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..privacy import BudgetLedger
-from .base import SynthesisResult, check_run_inputs
+from .base import SynthesisResult
 from .queries import MarginalQueries, clique_scores, measure_queries, measure_total, query_scores, select_queries
-from .rap import _SAFETY, _fraction, _pos_float, _pos_int, adam_steps, check_device
+from .rap import _SAFETY, _pos_int, adam_steps, check_device, check_shared, with_torch_threads
 
 __all__ = ["PRESETS", "SELECTIONS", "GEM", "build_generator"]
 
+#: Rounds whose moving-average weight falls below this are dropped from the output mixture.
+_EMA_FLOOR = 1e-9
+
 SELECTIONS = ("marginal", "query")
-_CONVERSIONS = ("cks", "prop4")
 
 
 def build_generator(embedding_dim: int, hidden: tuple[int, ...], out_dim: int, seed: int):
@@ -108,7 +111,7 @@ class GEM:
     """
 
     degree: int = 2
-    rounds: int = 60
+    rounds: int = 30
     select: str = "marginal"
     batch_size: int = 1000
     embedding_dim: int = 128
@@ -153,7 +156,7 @@ class GEM:
         device: str | None = None,
     ) -> None:
         """Every check, before any noise: hyperparameters, data, (ε, δ), ``rng``, device."""
-        for f in ("degree", "rounds", "batch_size", "embedding_dim", "iters", "patience"):
+        for f in ("rounds", "batch_size", "embedding_dim"):
             _pos_int(f, getattr(self, f))
         if not isinstance(self.hidden, tuple) or not all(
             not isinstance(h, bool) and isinstance(h, (int, np.integer)) and h >= 1 for h in self.hidden
@@ -161,49 +164,19 @@ class GEM:
             raise ValueError(f"hidden must be a tuple of positive integers, got {self.hidden!r}")
         if self.batch_size < 2:
             raise ValueError(f"batch_size must be at least 2 (batch normalisation), got {self.batch_size!r}")
-        for f in ("lr", "tol"):
-            _pos_float(f, getattr(self, f))
         if isinstance(self.ema_beta, bool) or not isinstance(self.ema_beta, (int, float)) or not 0 <= self.ema_beta < 1:
             raise ValueError(f"ema_beta must be in [0, 1), got {self.ema_beta!r}")
-        for f in ("total_share", "select_share"):
-            _fraction(f, getattr(self, f))
         if self.select not in SELECTIONS:
             raise ValueError(f"select must be one of {SELECTIONS}, got {self.select!r}")
-        if not isinstance(self.progress, (bool, np.bool_)):
-            raise ValueError(f"progress must be True or False, got {self.progress!r}")
-        if self.synthetic_records is not None:
-            _pos_int("synthetic_records", self.synthetic_records)
-        if self.conversion not in _CONVERSIONS:
-            raise ValueError(f"conversion must be one of {_CONVERSIONS}, got {self.conversion!r}")
-        if self.threads is not None:
-            _pos_int("threads", self.threads)
-        if epsilon is not None or delta is not None:
-            check_run_inputs(None, epsilon, delta, rng if rng is not None else np.random.default_rng(0))
-        elif rng is not None and not isinstance(rng, np.random.Generator):
-            raise ValueError(f"rng must be an explicit numpy.random.Generator, got {type(rng).__name__}")
-        if not isinstance(data, Dataset) or len(data) == 0:
-            raise ValueError("data must be a non-empty Dataset")
-        if self.degree > len(data.domain):
-            raise ValueError(f"degree {self.degree} exceeds the number of attributes ({len(data.domain)})")
-        if device is not None:
-            check_device(device)
+        check_shared(self, data, epsilon, delta, rng, device)
 
     def run(
         self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, device: str = "cpu", **_: object
     ) -> SynthesisResult:
         """Synthesise records from ``data`` under (``epsilon``, ``delta``)-DP."""
         self.validate(data, epsilon, delta, rng, device)
-        import torch
-
         dev = check_device(device)
-        old = torch.get_num_threads()
-        if self.threads is not None:
-            torch.set_num_threads(self.threads)
-        try:
-            return self._run(data, float(epsilon), float(delta), rng, dev)
-        finally:
-            if self.threads is not None:
-                torch.set_num_threads(old)
+        return with_torch_threads(self.threads, lambda: self._run(data, float(epsilon), float(delta), rng, dev))
 
     def _run(self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, dev) -> SynthesisResult:
         import torch
@@ -237,7 +210,8 @@ class GEM:
         measured = np.zeros(0, np.int64)
         picked: list[int] = []
         targets = torch.zeros(0, device=dev)
-        ema = None
+        mixture: list[np.ndarray] = []  # generator outputs of past rounds ...
+        ema_weights = np.zeros(0)  # ... and their exponential-moving-average weights
         trace = []
         opt = torch.optim.Adam(net.parameters(), lr=self.lr)  # one optimiser across rounds (GEM keeps its state)
         bar = tqdm(range(rounds), desc="GEM rounds", unit="round", disable=not self.progress, mininterval=0.5)
@@ -273,10 +247,20 @@ class GEM:
             def loss_fn(sel=sel, tg=targets):
                 return (workload.relaxed_answers(output(), sel) - tg).abs().mean()
 
-            steps, loss = adam_steps(opt, loss_fn, iters=self.iters, tol=self.tol, patience=self.patience)
+            steps, loss = adam_steps(
+                opt,
+                loss_fn,
+                iters=self.iters,
+                tol=self.tol,
+                patience=self.patience,
+                progress=f"GEM round {t + 1}" if self.progress else None,
+            )
             with torch.no_grad():
-                out = output().double()
-                ema = out if ema is None else self.ema_beta * ema + (1.0 - self.ema_beta) * out
+                mixture.append(output().double().cpu().numpy())
+            ema_weights = np.append(self.ema_beta * ema_weights, 1.0 if t == 0 else 1.0 - self.ema_beta)
+            keep = ema_weights >= _EMA_FLOOR  # rounds whose weight has decayed away are dropped
+            mixture = [p for p, k in zip(mixture, keep) if k]
+            ema_weights = ema_weights[keep]
             seconds["fit"] += time.perf_counter() - ts
             trace.append(
                 {
@@ -292,9 +276,10 @@ class GEM:
 
         # OUTPUT: sample records from the EMA of the generator's product distributions
         ts = time.perf_counter()
-        probs = ema.cpu().numpy()
+        probs = np.concatenate(mixture)
+        row_weights = np.repeat(ema_weights / ema_weights.sum(), self.batch_size) / self.batch_size
         n_out = self.synthetic_records or max(int(round(n_hat)), 1)
-        synth = workload.sample_records(probs, n_out, rng)
+        synth = workload.sample_records(probs, n_out, rng, weights=row_weights)
         seconds["sample"] = time.perf_counter() - ts
         seconds["total"] = time.perf_counter() - t0
         return SynthesisResult.from_ledger(
@@ -311,14 +296,17 @@ class GEM:
                 "trace": trace,
                 "device": str(dev),
                 "relaxed": probs,
+                "relaxed_weights": row_weights,
             },
         )
 
 
-#: ``default``: T = 60 rounds, each measuring one whole 2-way marginal chosen by the exponential
-#: mechanism; a 1000-row batch, z of width 128, residual blocks (256, 256) (the authors' class
-#: defaults), Adam lr 1e-3, at most 100 steps per round (the authors' ``max_iters``), EMA β 0.5.
-#: ``fast``: T = 15 rounds, 300 rows, blocks (128, 128), at most 40 steps per round.
+#: ``default``: T = 30 rounds, each measuring one whole 2-way marginal chosen by the exponential
+#: mechanism; a 1000-row batch (the authors' ``syndata_size``), z of width 128, residual blocks
+#: (256, 256) (the authors' class defaults), Adam lr 1e-3, at most 100 steps per round (the
+#: authors' ``max_iters``), EMA beta 0.5. Measured on adult at eps = 2.5, seed 0, the ``fast``
+#: preset gave tv-2way 0.063 (independent baseline 0.077, PGM+MST 0.041).
+#: ``fast``: T = 15 rounds, 300 rows, z of width 64, blocks (128, 128), at most 40 steps per round.
 PRESETS: dict[str, GEM] = {
     "default": GEM(),
     "fast": GEM(rounds=15, batch_size=300, embedding_dim=64, hidden=(128, 128), iters=40),

@@ -257,11 +257,13 @@ class MarginalQueries:
         o = self.offsets
         return torch.cat([logits[:, int(o[i]) : int(o[i + 1])].softmax(dim=-1) for i in range(len(o) - 1)], dim=1)
 
-    def sample_records(self, probs: np.ndarray, n: int, rng: np.random.Generator) -> Dataset:
-        """``n`` records from the uniform mixture of the product distributions ``probs``
-        (``(rows, D)``, each block on its simplex): a row uniformly at random, then each
-        attribute from that row's block (inverse-CDF draws from ``rng``; same seed, same
-        records)."""
+    def sample_records(
+        self, probs: np.ndarray, n: int, rng: np.random.Generator, weights: np.ndarray | None = None
+    ) -> Dataset:
+        """``n`` records from the mixture of the product distributions ``probs`` (``(rows, D)``,
+        each block on its simplex) with mixture ``weights`` (default uniform): a row drawn by
+        weight, then each attribute from that row's block (inverse-CDF draws from ``rng``; same
+        seed, same records)."""
         P = np.asarray(probs, dtype=np.float64)
         if P.ndim != 2 or P.shape[1] != self.n_columns or P.shape[0] == 0:
             raise ValueError(f"probs must be an (rows, {self.n_columns}) array, got shape {P.shape}")
@@ -269,7 +271,13 @@ class MarginalQueries:
             raise ValueError(f"n must be a positive integer, got {n!r}")
         if not isinstance(rng, np.random.Generator):
             raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-        rows = rng.integers(0, P.shape[0], size=int(n))
+        if weights is not None:
+            wts = np.asarray(weights, dtype=np.float64)
+            if wts.shape != (P.shape[0],) or not np.all(np.isfinite(wts)) or (wts < 0).any() or wts.sum() <= 0:
+                raise ValueError(f"weights must be {P.shape[0]} finite non-negative numbers with a positive sum")
+            rows = rng.choice(P.shape[0], size=int(n), p=wts / wts.sum())
+        else:
+            rows = rng.integers(0, P.shape[0], size=int(n))
         codes = np.empty((int(n), len(self.domain)), dtype=np.int64)
         for i in range(len(self.domain)):
             block = np.clip(P[:, self.offsets[i] : self.offsets[i + 1]], 0.0, None)
