@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -177,7 +178,14 @@ def _bad_out(kind, toy):
         os.mkfifo(toy / "fifo.csv")
         return str(toy / "fifo.csv"), "is a FIFO"
     if kind == "device":
-        return "/dev/null", "is a device"
+        # A device node of our own (same major/minor as /dev/null) inside the test's folder:
+        # should the check ever regress, the run overwrites this node, never the real /dev/null.
+        dev = toy / "null.csv"
+        try:
+            os.mknod(dev, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        except (PermissionError, OSError) as exc:
+            pytest.skip(f"cannot create a device node here: {exc}")
+        return str(dev), "is a device"
     if kind == "symlink":
         (toy / "target.csv").write_text("keep me\n")
         (toy / "link.csv").symlink_to(toy / "target.csv")

@@ -195,11 +195,6 @@ class GUMGenerator(GUM):
         if self.nonnegativity not in ("project", "cut"):
             raise ValueError(f"nonnegativity must be 'project' or 'cut', got {self.nonnegativity!r}")
 
-    @property
-    def gum(self) -> GUM:
-        """The GUM hyperparameters alone (§5.2)."""
-        return GUM(**{f: getattr(self, f) for f in GUM.__dataclass_fields__})
-
     def generate(
         self,
         domain: Domain,
