@@ -154,3 +154,11 @@ def test_output_is_the_moving_average_mixture_of_the_rounds(data):
     per_round = wts.reshape(T, B).sum(1)
     want = np.array([beta ** (T - 1)] + [beta ** (T - 1 - t) * (1 - beta) for t in range(1, T)])
     np.testing.assert_allclose(per_round, want)
+
+
+def test_progress_bars_over_rounds_and_steps(data, capsys):
+    GEM(**dict(SMALL, progress=True, rounds=2, iters=3)).run(data, 1.0, 1e-6, np.random.default_rng(0))
+    err = capsys.readouterr().err
+    assert "GEM rounds" in err and "GEM round 1" in err
+    GEM(**dict(SMALL, rounds=2, iters=3)).run(data, 1.0, 1e-6, np.random.default_rng(0))
+    assert "GEM" not in capsys.readouterr().err

@@ -273,5 +273,16 @@ def test_registry_presets():
     assert PRESETS["default"].elite_size == 2
     with pytest.raises(ValueError, match="preset"):
         create("private-gsd", preset="nope")
-    with pytest.raises(ValueError, match="unknown Private-GSD parameter"):
+    with pytest.raises(ValueError, match="unknown private-gsd parameter"):
         create("private-gsd", bogus=1)
+
+
+def test_progress_bar_over_generations(small_data, capsys):
+    PrivateGSD(synthetic_rows=30, generations=40, patience=10, progress=True).run(
+        small_data, 1.0, 1e-6, np.random.default_rng(0)
+    )
+    assert "Private-GSD" in capsys.readouterr().err
+    PrivateGSD(synthetic_rows=30, generations=40, patience=10, progress=False).run(
+        small_data, 1.0, 1e-6, np.random.default_rng(0)
+    )
+    assert "Private-GSD" not in capsys.readouterr().err

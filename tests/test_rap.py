@@ -145,3 +145,24 @@ def test_registry_presets():
     assert create("rap").n_rows == 1000
     with pytest.raises(ValueError, match="preset"):
         create("rap", preset="nope")
+
+
+def test_progress_bars_over_rounds_and_projection_steps(data, capsys):
+    RAP(**dict(SMALL, progress=True, rounds=2, top_k=3, iters=5)).run(data, 1.0, 1e-6, np.random.default_rng(0))
+    err = capsys.readouterr().err
+    assert "RAP rounds" in err and "RAP projection" in err
+    RAP(**dict(SMALL, rounds=2, top_k=3, iters=5)).run(data, 1.0, 1e-6, np.random.default_rng(0))
+    assert "RAP" not in capsys.readouterr().err  # progress=False: silent
+
+
+def test_synthetic_records_default_to_the_noisy_count_within_the_memory_bound(data, monkeypatch):
+    """Without synthetic_records the output has n-hat records; a count beyond the bound the memory
+    limit fixes before measuring is bounded and reported, never silently."""
+    from margsynth.mechanisms import base
+
+    r = RAP(**dict(SMALL, one_shot=True, iters=5)).run(data, 1.0, 1e-6, np.random.default_rng(0))
+    assert len(r.synthetic) == round(r.extras["n_hat"]) and "records_bounded" not in r.extras
+    monkeypatch.setattr(base, "MEMORY_LIMIT_MB", 1.0)  # 1 MiB: at most 32,768 records of 4 attributes
+    r = RAP(**dict(SMALL, one_shot=True, iters=5, n_rows=8)).run(data, 1e-12, 1e-6, np.random.default_rng(0))
+    note = r.extras.get("records_bounded")
+    assert len(r.synthetic) <= 32_768 and (note is None or note["records"] == len(r.synthetic))

@@ -10,19 +10,21 @@ and TV over the 2-way marginals), and the paper's appendix tables
 (ACS, Taxi, ...) are not available here, so we compare per-method medians over
 datasets and mean ranks, never cell by cell.
 
-Profiles (``PROFILES``):
+Profiles (``PROFILES``), both with the seven methods of ``METHOD_ORDER`` (PrivPGD, PGM+MST,
+PGM+AIM, GUM and the paper's query-based RAP, GEM and Private-GSD, all 2-way marginals as
+their workload):
 
 * ``quick`` — titanic + nltcs, eps = 2.5, 1 seed; PrivPGD ``fast`` with 40 epochs and
-  20,000 particles; PGM+MST, PGM+AIM and GUM with their defaults (AIM with 16 rounds and
-  300 Private-PGM iterations was far from converged on nltcs: 2-way TV 0.15 vs 0.025):
-  about 1.5-2.5 minutes on the 2-core machine.
+  20,000 particles; RAP, GEM and Private-GSD with their ``fast`` presets; PGM+MST, PGM+AIM
+  and GUM with their defaults (AIM with 16 rounds and 300 Private-PGM iterations was far
+  from converged on nltcs: 2-way TV 0.15 vs 0.025): under 2 minutes on the 2-core machine.
 * ``full`` — every available dataset (:func:`available_datasets`), eps in {0.2, 1, 2.5},
   delta = 1e-5, 3 seeds; PrivPGD with the paper's defaults (``PrivPGD.preset("default")``),
-  PGM+MST / PGM+AIM / GUM with their registry defaults. Expected runtime on the 2-core
-  CPU: PrivPGD default ~30-45 min per (dataset, eps, seed) on adult (the issue's
-  speed target; titanic/nltcs are smaller), AIM 5-30 min, MST ~1-3 min, so about
-  3 datasets x 3 eps x 3 seeds x ~1 h = ~1.5 days on one machine — run it on a
-  Dask cluster (``scheduler=``) or a GPU for PrivPGD.
+  RAP, GEM and Private-GSD with their ``default`` presets, PGM+MST / PGM+AIM / GUM with
+  their registry defaults. Expected runtime on the 2-core CPU: PrivPGD default ~30-45 min
+  per (dataset, eps, seed) on adult (titanic/nltcs are smaller), AIM 5-30 min, MST ~1-3 min,
+  RAP, GEM and Private-GSD a few minutes, so about 3 datasets x 3 eps x 3 seeds x ~1 h =
+  ~1.5 days on one machine — run it on a Dask cluster (``scheduler=``) or a GPU for PrivPGD.
 """
 
 from __future__ import annotations
@@ -96,8 +98,8 @@ PROFILES: dict[str, dict[str, Any]] = {
             "PGM+MST": {},
             "PGM+AIM": {},
             "GUM": {},
-            "RAP": {"preset": "fast"},
-            "GEM": {"preset": "fast"},
+            "RAP": {"preset": "fast", "progress": False},
+            "GEM": {"preset": "fast", "progress": False},
             "Private-GSD": {"preset": "fast", "progress": False},
         },
     },
@@ -111,8 +113,8 @@ PROFILES: dict[str, dict[str, Any]] = {
             "PGM+MST": {},
             "PGM+AIM": {},
             "GUM": {},
-            "RAP": {"preset": "default"},
-            "GEM": {"preset": "default"},
+            "RAP": {"preset": "default", "progress": False},
+            "GEM": {"preset": "default", "progress": False},
             "Private-GSD": {"preset": "default", "progress": False},
         },
     },

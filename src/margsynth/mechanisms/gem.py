@@ -36,15 +36,24 @@ CPU generators seeded from ``rng``, so the same seed gives the same bytes on the
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
 from ..dataset import Dataset
 from ..privacy import BudgetLedger
-from .base import SynthesisResult
-from .queries import MarginalQueries, clique_scores, measure_queries, measure_total, query_scores, select_queries
-from .rap import _SAFETY, _pos_int, adam_steps, check_device, check_shared, with_torch_threads
+from .base import NO_RNG, SynthesisResult, bounded_records, check_positive_int, check_run_inputs
+from .queries import (
+    MarginalQueries,
+    clique_scores,
+    measure_queries,
+    measure_total,
+    preset_of,
+    query_scores,
+    select_queries,
+)
+from .rap import adam_steps, check_device, check_shared, with_torch_threads
 
 __all__ = ["PRESETS", "SELECTIONS", "GEM", "build_generator"]
 
@@ -135,29 +144,26 @@ class GEM:
             object.__setattr__(self, "hidden", tuple(self.hidden))
 
     @classmethod
-    def preset(cls, preset: str = "default", **overrides) -> GEM:
+    def preset(cls, preset: str = "default", **overrides: Any) -> GEM:
         """``"default"`` or ``"fast"`` (see :data:`PRESETS`) with ``overrides`` replacing fields
         (the registry's ``gem`` factory; ``margsynth synth gem --preset NAME``)."""
-        if preset not in PRESETS:
-            raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(PRESETS)}")
-        return replace(PRESETS[preset], **overrides)
+        return preset_of(cls, PRESETS, preset, overrides)
 
-    def parameters(self) -> dict:
+    def parameters(self) -> dict[str, Any]:
         p = asdict(self)
         p["hidden"] = list(self.hidden)
         return p
 
     def validate(
-        self,
-        data: Dataset,
-        epsilon: float | None = None,
-        delta: float | None = None,
-        rng: np.random.Generator | None = None,
-        device: str | None = None,
+        self, data: Dataset, epsilon: float, delta: float, *, rng: Any = NO_RNG, device: Any = "cpu", **_: object
     ) -> None:
-        """Every check, before any noise: hyperparameters, data, (ε, δ), ``rng``, device."""
+        """Every check of :meth:`run`, before any noise: the shared ones
+        (:func:`~.base.check_run_inputs`), GEM's own fields, then
+        :func:`~.rap.check_shared` (common fields, the workload's, network's and mixture's
+        memory, the output size, the device). Raises ``ValueError``."""
+        check_run_inputs(data, epsilon, delta, rng)
         for f in ("rounds", "batch_size", "embedding_dim"):
-            _pos_int(f, getattr(self, f))
+            check_positive_int(f, getattr(self, f))
         if not isinstance(self.hidden, tuple) or not all(
             not isinstance(h, bool) and isinstance(h, (int, np.integer)) and h >= 1 for h in self.hidden
         ):
@@ -168,13 +174,26 @@ class GEM:
             raise ValueError(f"ema_beta must be in [0, 1), got {self.ema_beta!r}")
         if self.select not in SELECTIONS:
             raise ValueError(f"select must be one of {SELECTIONS}, got {self.select!r}")
-        check_shared(self, data, epsilon, delta, rng, device)
+        check_shared(self, data, device)
+
+    def memory_bytes(self, domain) -> tuple[int, int]:
+        """``(bytes per query, other bytes)`` a run allocates: per query the exact counts, the
+        query's columns, its target, current answer and score; besides, the network's
+        parameters with their gradients and Adam's moments, a batch's activations, the
+        ``D x D`` Gram matrix of the 2-way answers and the rounds' output batches (float64)."""
+        D = int(sum(domain.shape))
+        widths = [self.embedding_dim, *self.hidden]
+        params = sum(sum(widths[: i + 1]) * h for i, h in enumerate(self.hidden)) + sum(widths) * D
+        acts = self.batch_size * (sum(widths) + 2 * D)
+        return 64 + 8 * self.degree, 16 * params + 12 * acts + 12 * D * D + 8 * self.rounds * self.batch_size * D
 
     def run(
         self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, device: str = "cpu", **_: object
     ) -> SynthesisResult:
-        """Synthesise records from ``data`` under (``epsilon``, ``delta``)-DP."""
-        self.validate(data, epsilon, delta, rng, device)
+        """Synthesise records from ``data`` under (``epsilon``, ``delta``)-DP (see the module
+        docstring): validate, then MEASURE ``n̂``, rounds of SELECT / MEASURE / fit, and
+        GENERATE records from the moving-average mixture."""
+        self.validate(data, epsilon, delta, rng=rng, device=device)
         dev = check_device(device)
         return with_torch_threads(self.threads, lambda: self._run(data, float(epsilon), float(delta), rng, dev))
 
@@ -191,10 +210,10 @@ class GEM:
 
         # budget: named shares of the largest rho that is (epsilon, delta)-DP
         ledger = BudgetLedger.from_dp(epsilon, delta, conversion=self.conversion)
-        rho = ledger.total * _SAFETY
-        rho_total = rho * self.total_share
-        rho_round = rho * (1.0 - self.total_share) / rounds
-        rho_select, rho_measure = rho_round * self.select_share, rho_round * (1.0 - self.select_share)
+        round_share = (1.0 - self.total_share) / rounds
+        rho_total = ledger.portion(self.total_share)
+        rho_select = ledger.portion(round_share * self.select_share)
+        rho_measure = ledger.portion(round_share * (1.0 - self.select_share))
 
         # MEASURE the record count
         n_hat = measure_total(data, rho_total, rng, ledger=ledger, label="measure total")
@@ -278,8 +297,10 @@ class GEM:
         ts = time.perf_counter()
         probs = np.concatenate(mixture)
         row_weights = np.repeat(ema_weights / ema_weights.sum(), self.batch_size) / self.batch_size
-        n_out = self.synthetic_records or max(int(round(n_hat)), 1)
-        synth = workload.sample_records(probs, n_out, rng, weights=row_weights)
+        records, note = (
+            (self.synthetic_records, {}) if self.synthetic_records else bounded_records(n_hat, len(data.domain))
+        )
+        synth = workload.sample_records(probs, records, rng, weights=row_weights)
         seconds["sample"] = time.perf_counter() - ts
         seconds["total"] = time.perf_counter() - t0
         return SynthesisResult.from_ledger(
@@ -297,6 +318,7 @@ class GEM:
                 "device": str(dev),
                 "relaxed": probs,
                 "relaxed_weights": row_weights,
+                **note,
             },
         )
 

@@ -46,10 +46,9 @@ sampling of the changed rows, the output scaling) are written up in
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -57,17 +56,15 @@ import numpy as np
 from ..dataset import Dataset
 from ..privacy import BudgetLedger
 from .base import (
-    MEMORY_LIMIT_MB,
     NO_RNG,
     SynthesisResult,
     bounded_records,
     check_conversion,
-    check_marginals_fit,
     check_positive_int,
     check_records,
     check_run_inputs,
 )
-from .queries import MarginalQueries, measure_queries, measure_total
+from .queries import MarginalQueries, check_workload_fits, measure_queries, measure_total, preset_of
 
 __all__ = [
     "KINDS",
@@ -499,13 +496,7 @@ class PrivateGSD:
     def preset(cls, preset: str = "default", **overrides: Any) -> PrivateGSD:
         """``"default"`` or ``"fast"`` (see ``PRESETS``) with ``overrides`` replacing fields
         (the registry's ``private-gsd`` factory)."""
-        if preset not in PRESETS:
-            raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(PRESETS)}")
-        known = {f.name for f in fields(cls)}
-        bad = sorted(set(overrides) - known)
-        if bad:
-            raise ValueError(f"unknown Private-GSD parameter(s) {bad}; expected some of {sorted(known)}")
-        return replace(PRESETS[preset], **overrides)
+        return preset_of(cls, PRESETS, preset, overrides)
 
     def parameters(self) -> dict[str, Any]:
         return asdict(self)
@@ -559,16 +550,11 @@ class PrivateGSD:
             raise ValueError(f"degree {self.degree} exceeds the number of attributes ({d})")
         if data.weights is not None:
             raise ValueError("Private-GSD takes unweighted records (data.weights must be None)")
-        cliques = list(itertools.combinations(data.domain.names, self.degree))
-        check_marginals_fit(data.domain, cliques, f"{self.degree}-way marginal")
-        cells = sum(math.prod(data.domain[a].size for a in c) for c in cliques)
-        mb = (4 * 8 * cells + 2 * 4 * self.elite_size * self.synthetic_rows * d) / 2**20
-        if mb > MEMORY_LIMIT_MB:
-            raise ValueError(
-                f"Private-GSD needs about {mb:,.0f} MiB ({cells:,} marginal cells, elite of {self.elite_size} x "
-                f"{self.synthetic_rows:,} rows), more than the {MEMORY_LIMIT_MB:,.0f} MiB memory limit; expected "
-                "a smaller degree, smaller attributes or fewer synthetic_rows"
-            )
+        # per cell: exact and noisy counts, the search's counts and residuals (8 bytes each);
+        # besides: the elite (int32 codes, and a copy when it is re-sorted) and a population's rows
+        population = (self.mutations + self.crossovers) * self.rows_per_candidate
+        check_workload_fits(data.domain, self.degree, "Private-GSD", per_query_bytes=4 * 8,
+                            extra_bytes=2 * 4 * self.elite_size * self.synthetic_rows * d + 3 * 8 * population * d)  # fmt: skip
         check_records(self.synthetic_records, columns=d)
 
     # ------------------------------------------------------------------ run

@@ -46,7 +46,8 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 import numpy as np
 
@@ -54,10 +55,13 @@ from ..dataset import Dataset
 from ..domain import Domain
 from ..privacy import BudgetLedger, exponential_mechanism, gaussian_mechanism
 from ..privacy.accounting import exponential_epsilon, gaussian_sigma
+from . import base as _base
 
 __all__ = [
     "MarginalQueries",
     "QueryMeasurement",
+    "check_workload_fits",
+    "preset_of",
     "clique_scores",
     "measure_queries",
     "measure_total",
@@ -284,7 +288,10 @@ class MarginalQueries:
             cdf = np.cumsum(block, axis=1)
             cdf /= cdf[:, -1:]
             u = rng.random(int(n))
-            codes[:, i] = np.minimum((u[:, None] >= cdf[rows]).sum(axis=1), block.shape[1] - 1)
+            step = max(1, _CHUNK_ELEMENTS // block.shape[1])  # records per chunk: bounded temporaries
+            for s in range(0, int(n), step):
+                hit = (u[s : s + step, None] >= cdf[rows[s : s + step]]).sum(axis=1)
+                codes[s : s + step, i] = np.minimum(hit, block.shape[1] - 1)
         return Dataset(codes, self.domain)
 
     # ------------------------------------------------------------------ privacy
@@ -427,3 +434,47 @@ def select_queries(
         picked.append(int(cand[j]))
         alive[cand[j]] = False
     return np.array(picked, dtype=np.int64)
+
+
+# ----------------------------------------------------------------------------- sizes
+def check_workload_fits(
+    domain: Domain,
+    degree: int,
+    who: str,
+    *,
+    per_query_bytes: int,
+    extra_bytes: int = 0,
+    limit_mb: float | None = None,
+) -> int:
+    """Before any noise: ``ValueError`` unless every ``degree``-way marginal table of
+    ``domain`` can be allocated (:func:`~.base.check_marginals_fit`, naming the attributes)
+    and the whole workload — ``per_query_bytes`` for each of its cells plus ``extra_bytes``
+    (the mechanism's synthetic data and optimiser state) — fits the memory limit
+    (:data:`~.base.MEMORY_LIMIT_MB` unless ``limit_mb``). Returns the number of cells."""
+    cliques = list(itertools.combinations(domain.names, int(degree)))
+    _base.check_marginals_fit(domain, cliques, f"{degree}-way marginal", limit_mb)
+    cells = sum(math.prod(int(domain[a].size) for a in c) for c in cliques)
+    limit = _base.MEMORY_LIMIT_MB if limit_mb is None else limit_mb
+    mb = (int(per_query_bytes) * cells + int(extra_bytes)) / 2**20
+    if mb > limit:
+        raise ValueError(
+            f"{who} needs about {mb:,.0f} MiB for the {len(cliques):,} {degree}-way marginals of the domain "
+            f"({cells:,} cells) and its synthetic rows, more than the {limit:,.0f} MiB memory limit; expected a "
+            "smaller degree, fewer or smaller attributes, or fewer synthetic rows"
+        )
+    return cells
+
+
+# ----------------------------------------------------------------------------- presets
+def preset_of(cls: type, presets: dict[str, Any], preset: str, overrides: dict[str, Any]):
+    """``presets[preset]`` with ``overrides`` replacing fields; ``ValueError`` naming an
+    unknown preset or field (the registry factories of RAP, GEM and Private-GSD)."""
+    if not isinstance(preset, str) or preset not in presets:
+        raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(presets)}")
+    known = {f.name for f in fields(cls)}
+    bad = sorted(set(overrides) - known)
+    if bad:
+        raise ValueError(
+            f"unknown {getattr(cls, 'name', cls.__name__)} parameter(s) {bad}; expected some of {sorted(known)}"
+        )
+    return replace(presets[preset], **overrides)

@@ -37,75 +37,79 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
 from ..dataset import Dataset
 from ..privacy import BudgetLedger
-from .base import SynthesisResult, check_run_inputs
-from .queries import MarginalQueries, measure_queries, measure_total, query_scores, select_queries
+from .base import (
+    NO_RNG,
+    SynthesisResult,
+    bounded_records,
+    check_conversion,
+    check_positive_int,
+    check_records,
+    check_run_inputs,
+)
+from .queries import (
+    MarginalQueries,
+    check_workload_fits,
+    measure_queries,
+    measure_total,
+    preset_of,
+    query_scores,
+    select_queries,
+)
 
 __all__ = ["PRESETS", "RAP", "adam_steps", "check_device", "check_shared", "with_torch_threads"]
 
-_CONVERSIONS = ("cks", "prop4")
-#: Shares are taken of ``(1 - 1e-9) ρ`` so that the rounding of many charges never spends more
-#: than the (ε, δ) asked for.
-_SAFETY = 1.0 - 1e-9
-
-
-def _pos_int(name: str, v: object) -> None:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-        raise ValueError(f"{name} must be a positive integer, got {v!r}")
-
 
 def _pos_float(name: str, v: object) -> None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) or not math.isfinite(v) or v <= 0:
         raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
 
 
 def _fraction(name: str, v: object) -> None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1:
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) or not 0 < v < 1:
         raise ValueError(f"{name} must be in (0, 1), got {v!r}")
 
 
 def check_device(device: object):
     """The torch device for ``"cpu"``/``"cuda"``/``"cuda:N"`` (PrivPGD's rules: a GPU that is
     not there is a ``ValueError``, never a silent CPU fallback)."""
-    from ..inference.privpgd import resolve_device
+    from ..inference.privpgd.generator import resolve_device
 
     return resolve_device(device)
 
 
-def check_shared(mech, data, epsilon, delta, rng, device) -> None:
-    """The checks RAP and GEM share, before any noise: their common fields (``degree``,
-    ``iters``, ``patience``, ``lr``, ``tol``, the budget shares, ``progress``,
-    ``synthetic_records``, ``conversion``, ``threads``), then (ε, δ) and ``rng`` when given, the
-    data (non-empty, at least ``degree`` attributes) and the device."""
+def check_shared(mech, data: Dataset, device: Any) -> None:
+    """The checks RAP and GEM share, made by their ``validate`` after
+    :func:`~.base.check_run_inputs` and their own fields, before any noise: the common fields
+    (``degree``, ``iters``, ``patience``, ``lr``, ``tol``, the budget shares, ``progress``,
+    ``synthetic_records``, ``conversion``, ``threads``), the workload's and the mechanism's
+    memory (:func:`~.queries.check_workload_fits` with ``mech.memory_bytes(domain)``), the
+    output size, and the device (a missing GPU is refused, never replaced by the CPU)."""
     for f in ("degree", "iters", "patience"):
-        _pos_int(f, getattr(mech, f))
+        check_positive_int(f, getattr(mech, f))
     for f in ("lr", "tol"):
         _pos_float(f, getattr(mech, f))
     for f in ("total_share", "select_share"):
         _fraction(f, getattr(mech, f))
     if not isinstance(mech.progress, (bool, np.bool_)):
         raise ValueError(f"progress must be True or False, got {mech.progress!r}")
-    if mech.synthetic_records is not None:
-        _pos_int("synthetic_records", mech.synthetic_records)
-    if mech.conversion not in _CONVERSIONS:
-        raise ValueError(f"conversion must be one of {_CONVERSIONS}, got {mech.conversion!r}")
+    check_records(mech.synthetic_records)
+    check_conversion(mech.conversion)
     if mech.threads is not None:
-        _pos_int("threads", mech.threads)
-    if epsilon is not None or delta is not None:
-        check_run_inputs(None, epsilon, delta, rng if rng is not None else np.random.default_rng(0))
-    elif rng is not None and not isinstance(rng, np.random.Generator):
-        raise ValueError(f"rng must be an explicit numpy.random.Generator, got {type(rng).__name__}")
-    if not isinstance(data, Dataset) or len(data) == 0:
-        raise ValueError("data must be a non-empty Dataset")
-    if mech.degree > len(data.domain):
-        raise ValueError(f"degree {mech.degree} exceeds the number of attributes ({len(data.domain)})")
-    if device is not None:
-        check_device(device)
+        check_positive_int("threads", mech.threads)
+    d = len(data.domain)
+    if mech.degree > d:
+        raise ValueError(f"degree {mech.degree} exceeds the number of attributes ({d})")
+    per_query, extra = mech.memory_bytes(data.domain)
+    check_workload_fits(data.domain, mech.degree, type(mech).__name__, per_query_bytes=per_query, extra_bytes=extra)
+    check_records(mech.synthetic_records, columns=d)
+    check_device(device)
 
 
 def with_torch_threads(threads: int | None, fn):
@@ -206,38 +210,45 @@ class RAP:
 
     # ------------------------------------------------------------------ presets
     @classmethod
-    def preset(cls, preset: str = "default", **overrides) -> RAP:
-        """``"default"`` or ``"fast"`` (see :data:`PRESETS`) with ``overrides`` replacing fields
-        (the registry's ``rap`` factory; ``margsynth synth rap --preset NAME``)."""
-        if preset not in PRESETS:
-            raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(PRESETS)}")
-        return replace(PRESETS[preset], **overrides)
+    def preset(cls, preset: str = "default", **overrides: Any) -> RAP:
+        """``"default"``, ``"adaptive"`` or ``"fast"`` (see :data:`PRESETS`) with ``overrides``
+        replacing fields (the registry's ``rap`` factory; ``margsynth synth rap --preset NAME``)."""
+        return preset_of(cls, PRESETS, preset, overrides)
 
-    def parameters(self) -> dict:
+    def parameters(self) -> dict[str, Any]:
         return asdict(self)
 
     # ------------------------------------------------------------------ checks
     def validate(
-        self,
-        data: Dataset,
-        epsilon: float | None = None,
-        delta: float | None = None,
-        rng: np.random.Generator | None = None,
-        device: str | None = None,
+        self, data: Dataset, epsilon: float, delta: float, *, rng: Any = NO_RNG, device: Any = "cpu", **_: object
     ) -> None:
-        """Every check, before any noise: hyperparameters, data, (ε, δ), ``rng``, device."""
+        """Every check of :meth:`run`, before any noise: the shared ones
+        (:func:`~.base.check_run_inputs`), RAP's own fields, then :func:`check_shared`
+        (common fields, the workload's and the relaxed matrix's memory, the output size,
+        the device). Raises ``ValueError``."""
+        check_run_inputs(data, epsilon, delta, rng)
         for f in ("n_rows", "rounds", "top_k"):
-            _pos_int(f, getattr(self, f))
+            check_positive_int(f, getattr(self, f))
         if not isinstance(self.one_shot, (bool, np.bool_)):
             raise ValueError(f"one_shot must be True or False, got {self.one_shot!r}")
-        check_shared(self, data, epsilon, delta, rng, device)
+        check_shared(self, data, device)
+
+    def memory_bytes(self, domain) -> tuple[int, int]:
+        """``(bytes per query, other bytes)`` a run allocates: per query the exact and noisy
+        counts, the query's columns, its target and current answers; besides, the ``n' x D``
+        relaxed matrix with its gradient, Adam's moments and softmax (float32), the ``D x D``
+        Gram matrix of the 2-way answers, the float64 output rows."""
+        D = int(sum(domain.shape))
+        return 64 + 8 * self.degree, 40 * self.n_rows * D + 12 * D * D
 
     # ------------------------------------------------------------------ run
     def run(
         self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, device: str = "cpu", **_: object
     ) -> SynthesisResult:
-        """Synthesise records from ``data`` under (``epsilon``, ``delta``)-DP."""
-        self.validate(data, epsilon, delta, rng, device)
+        """Synthesise records from ``data`` under (``epsilon``, ``delta``)-DP (see the module
+        docstring): validate, then MEASURE ``n̂``, rounds of SELECT / MEASURE / project, and
+        GENERATE records from the relaxed rows."""
+        self.validate(data, epsilon, delta, rng=rng, device=device)
         dev = check_device(device)
         return with_torch_threads(self.threads, lambda: self._run(data, float(epsilon), float(delta), rng, dev))
 
@@ -252,12 +263,11 @@ class RAP:
 
         # budget: named shares of the largest rho that is (epsilon, delta)-DP
         ledger = BudgetLedger.from_dp(epsilon, delta, conversion=self.conversion)
-        rho = ledger.total * _SAFETY
-        rho_total = rho * self.total_share
         rounds = 1 if self.one_shot else self.rounds
-        rho_round = rho * (1.0 - self.total_share) / rounds
-        rho_select = 0.0 if self.one_shot else rho_round * self.select_share
-        rho_measure = rho_round if self.one_shot else rho_round * (1.0 - self.select_share)
+        round_share = (1.0 - self.total_share) / rounds
+        rho_total = ledger.portion(self.total_share)
+        rho_select = 0.0 if self.one_shot else ledger.portion(round_share * self.select_share)
+        rho_measure = ledger.portion(round_share if self.one_shot else round_share * (1.0 - self.select_share))
 
         # MEASURE the record count (normalises every noisy count)
         n_hat = measure_total(data, rho_total, rng, ledger=ledger, label="measure total")
@@ -277,7 +287,7 @@ class RAP:
         for t in bar:
             with torch.no_grad():
                 current = relaxed().double().cpu().numpy()
-            # SELECT (adaptive) or the whole workload (one-shot)
+            # SELECT (adaptive: top-K by the exponential mechanism) or the whole workload (one-shot)
             ts = time.perf_counter()
             if self.one_shot:
                 ids = np.arange(workload.n_queries)
@@ -289,17 +299,10 @@ class RAP:
             seconds["select"] += time.perf_counter() - ts
             if ids.size == 0:
                 break
-            # MEASURE
+            # MEASURE them with one Gaussian mechanism
             ts = time.perf_counter()
-            m = measure_queries(
-                workload,
-                counts,
-                ids,
-                rho_measure,
-                rng,
-                ledger=ledger,
-                label=f"measure round {t + 1}" if not self.one_shot else "measure workload",
-            )
+            label = "measure workload" if self.one_shot else f"measure round {t + 1}"
+            m = measure_queries(workload, counts, ids, rho_measure, rng, ledger=ledger, label=label)
             seconds["measure"] += time.perf_counter() - ts
             measured = np.concatenate([measured, m.ids])
             targets = torch.cat([targets, torch.as_tensor(m.y / n_hat, dtype=torch.float32, device=dev)])
@@ -313,13 +316,9 @@ class RAP:
 
             opt = torch.optim.Adam([logits], lr=self.lr)  # a fresh Adam per projection, as RAP's code
             steps, loss = adam_steps(
-                opt,
-                loss_fn,
-                iters=self.iters,
-                tol=self.tol,
-                patience=self.patience,
+                opt, loss_fn, iters=self.iters, tol=self.tol, patience=self.patience,
                 progress="RAP projection" if self.progress else None,
-            )
+            )  # fmt: skip
             seconds["project"] += time.perf_counter() - ts
             trace.append(
                 {
@@ -334,29 +333,21 @@ class RAP:
             )
             bar.set_postfix(measured=int(measured.size), steps=steps, loss=f"{loss:.3g}")
 
-        # OUTPUT: sample records from the relaxed rows
+        # GENERATE records from the relaxed rows (post-processing)
         ts = time.perf_counter()
         with torch.no_grad():
             probs = workload.block_softmax(logits).double().cpu().numpy()
-        n_out = self.synthetic_records or max(int(round(n_hat)), 1)
-        synth = workload.sample_records(probs, n_out, rng)
+        records, note = (
+            (self.synthetic_records, {}) if self.synthetic_records else bounded_records(n_hat, len(data.domain))
+        )
+        synth = workload.sample_records(probs, records, rng)
         seconds["sample"] = time.perf_counter() - ts
         seconds["total"] = time.perf_counter() - t0
         return SynthesisResult.from_ledger(
-            synth,
-            self.name,
-            self.parameters(),
-            ledger,
-            seconds,
-            {
-                "rho": ledger.total,
-                "n_hat": n_hat,
-                "measured": measured,
-                "trace": trace,
-                "device": str(dev),
-                "relaxed": probs,
-            },
-        )
+            synth, self.name, self.parameters(), ledger, seconds,
+            {"rho": ledger.total, "n_hat": n_hat, "measured": measured, "trace": trace, "device": str(dev),
+             "relaxed": probs, **note},
+        )  # fmt: skip
 
 
 #: ``default``: RAP's non-adaptive variant (``one_shot``: T = 1, K = the whole workload), n' = 1000

@@ -183,7 +183,7 @@ register(
 register(
     "rap",
     "margsynth.mechanisms.rap:RAP.preset",
-    description="RAP (Aydore et al. 2021): relaxed adaptive projection on all 2-way marginal queries (--preset default|fast)",
+    description="RAP (Aydore et al. 2021): relaxed projection on all 2-way marginal queries (--preset default|adaptive|fast)",
 )
 register(
     "gem",
