@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import sys
 import time
 from pathlib import Path
@@ -105,6 +106,7 @@ def run_one(name: str, epsilon: float, seed: int, preset: str) -> dict:
         "peak_extra_mb": extra_mb,
         "epsilon_spent": result.epsilon,
         "load_1min": os.getloadavg()[0],
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # the process's, data included
     }
     for metric in METRICS:
         mrng = np.random.default_rng([seed, *metric.encode()])
@@ -222,7 +224,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             from concurrent.futures import ProcessPoolExecutor, as_completed
 
-            with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+            # a fresh process per run (Python >= 3.11), so that each run's peak memory is its own
+            fresh = {"max_tasks_per_child": 1} if sys.version_info >= (3, 11) else {}
+            with ProcessPoolExecutor(max_workers=args.jobs, **fresh) as pool:
                 futures = [pool.submit(run_one, *t) for t in todo]
                 for f in as_completed(futures):
                     record(f.result())
