@@ -128,7 +128,8 @@ def summarize(rows: list[dict]) -> tuple[bool, str]:
     cols = ["seconds", "cpu_seconds", "peak_extra_mb", *METRICS]
     g = df.groupby(["epsilon", "method"])
     mean, sd, n = g[cols].mean(), g[cols].std(ddof=0), g.size()
-    lines = ["means over seeds (± sd):"]
+    mean["peak_extra_mb"] = g["peak_extra_mb"].max()  # the largest run's, not the mean
+    lines = ["means over seeds (± sd); +MiB: the largest peak extra resident memory of a run"]
     head = f"{'eps':>4} {'method':<12} {'n':>2} {'wall s':>7} {'CPU s':>6} {'+MiB':>6} " + " ".join(
         f"{m:>19}" for m in METRICS
     )

@@ -36,10 +36,12 @@
 #
 # Profiles: `quick` (titanic + nltcs, ε = 2.5, 1 seed; PrivPGD `fast` with 40 epochs and 20,000
 # particles, RAP, GEM and Private-GSD with their `fast` presets, PGM+MST, PGM+AIM and GUM with their
-# defaults): under 2 minutes on the 2-core machine. `full` = the paper's settings (3 seeds, PrivPGD
+# defaults): about 160 CPU-seconds over two worker processes — 164 s wall measured on the shared 2-core
+# machine with a benchmark running beside it, 5 min at a load average of 5–7, about 2 minutes when it is
+# otherwise idle. `full` = the paper's settings (3 seeds, PrivPGD
 # with its default hyperparameters, RAP / GEM / Private-GSD with their `default` presets): roughly
 # 1.5 machine-days on this 2-core CPU (PrivPGD default ≈ 30–45 min per adult run, AIM up to 30 min,
-# RAP, GEM and Private-GSD a few minutes each) — run it with `scheduler=` on a Dask cluster, or on a
+# RAP and Private-GSD about 1 CPU-minute, GEM about 6 per adult run) — run it with `scheduler=` on a Dask cluster, or on a
 # GPU. It has not been run here.
 
 # %% tags=["parameters"]

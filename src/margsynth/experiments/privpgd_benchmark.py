@@ -17,13 +17,15 @@ their workload):
 * ``quick`` — titanic + nltcs, eps = 2.5, 1 seed; PrivPGD ``fast`` with 40 epochs and
   20,000 particles; RAP, GEM and Private-GSD with their ``fast`` presets; PGM+MST, PGM+AIM
   and GUM with their defaults (AIM with 16 rounds and 300 Private-PGM iterations was far
-  from converged on nltcs: 2-way TV 0.15 vs 0.025): under 2 minutes on the 2-core machine.
+  from converged on nltcs: 2-way TV 0.15 vs 0.025): about 160 CPU-seconds over two worker
+  processes (164 s wall measured on the shared 2-core machine with another benchmark beside
+  it; about 2 minutes when the machine is otherwise idle).
 * ``full`` — every available dataset (:func:`available_datasets`), eps in {0.2, 1, 2.5},
   delta = 1e-5, 3 seeds; PrivPGD with the paper's defaults (``PrivPGD.preset("default")``),
   RAP, GEM and Private-GSD with their ``default`` presets, PGM+MST / PGM+AIM / GUM with
   their registry defaults. Expected runtime on the 2-core CPU: PrivPGD default ~30-45 min
   per (dataset, eps, seed) on adult (titanic/nltcs are smaller), AIM 5-30 min, MST ~1-3 min,
-  RAP, GEM and Private-GSD a few minutes, so about 3 datasets x 3 eps x 3 seeds x ~1 h =
+  RAP and Private-GSD ~1 CPU-minute, GEM ~6, so about 3 datasets x 3 eps x 3 seeds x ~1 h =
   ~1.5 days on one machine — run it on a Dask cluster (``scheduler=``) or a GPU for PrivPGD.
 """
 
