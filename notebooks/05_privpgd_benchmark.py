@@ -19,21 +19,30 @@
 # particle gradient descent*, ICML 2024, arXiv:2401.17823, §4.1–4.3.
 #
 # Every available dataset (adult, nltcs, titanic and any other registered record dataset present
-# locally) at ε ∈ {0.2, 1, 2.5}, δ = 1e-5; methods **PrivPGD** (ours, `margsynth.inference.privpgd`),
-# **PGM+MST**, **PGM+AIM** and **GUM** (PrivSyn), each job run through `margsynth.experiments.sweep`
-# (the fixed 80/20 split, synthesis on the 80%, results memoized on disk by their inputs). The six
-# metrics of §4.1: downstream error (gradient boosting trained on synthetic, tested on the held-out
-# 20%; the real-data baseline beside it), covariance error, 3-sparse counting and thresholding query
-# errors (Eq. 9), average sliced W1 (Eq. 10) and TV (Eq. 11) over all 2-way marginals. Lower is better.
+# locally) at ε ∈ {0.2, 1, 2.5}, δ = 1e-5; seven methods: **PrivPGD** (ours, `margsynth.inference.privpgd`),
+# **PGM+MST**, **PGM+AIM**, **GUM** (PrivSyn; not in the paper) and the paper's three query-based
+# methods, each given all 2-way marginals as its query workload (§4): **RAP** (Aydore et al., ICML 2021,
+# arXiv:2103.06641; `margsynth.mechanisms.rap`), **GEM** (Liu, Vietri & Wu, NeurIPS 2021,
+# arXiv:2106.07153; `margsynth.mechanisms.gem`) and **Private-GSD** (Liu, Tang, Vietri & Wu, ICML 2023,
+# arXiv:2306.03257, one-shot as the PrivPGD paper ran it; `margsynth.mechanisms.private_gsd`). Each job
+# runs through `margsynth.experiments.sweep` (the fixed 80/20 split, synthesis on the 80%, results
+# memoized on disk by their inputs). The six metrics of §4.1: downstream error (gradient boosting
+# trained on synthetic, tested on the held-out 20%; the real-data baseline beside it), covariance
+# error, 3-sparse counting and thresholding query errors (Eq. 9), average sliced W1 (Eq. 10) and TV
+# (Eq. 11) over all 2-way marginals. Lower is better.
 #
 # **The paper's datasets (ACS, Taxi, Black Friday, …) are not available here**, so the comparison with
 # its tables is *in kind*: per-method medians and mean ranks, never cell by cell.
 #
-# Profiles: `quick` (titanic + nltcs, ε = 2.5, 1 seed, PrivPGD `fast` with 40 epochs and 20,000
-# particles; PGM+MST, PGM+AIM and GUM with their defaults): about 1.5–2.5 minutes on the 2-core
-# machine. `full` = the paper's settings (3 seeds, PrivPGD with its default hyperparameters):
-# roughly 1.5 machine-days on this 2-core CPU (PrivPGD default ≈ 30–45 min per adult run, AIM up to
-# 30 min) — run it with `scheduler=` on a Dask cluster, or on a GPU. It has not been run here.
+# Profiles: `quick` (titanic + nltcs, ε = 2.5, 1 seed; PrivPGD `fast` with 40 epochs and 20,000
+# particles, RAP, GEM and Private-GSD with their `fast` presets, PGM+MST, PGM+AIM and GUM with their
+# defaults): about 160 CPU-seconds over two worker processes — 164 s wall measured on the shared 2-core
+# machine with a benchmark running beside it, 5 min at a load average of 5–7, about 2 minutes when it is
+# otherwise idle. `full` = the paper's settings (3 seeds, PrivPGD
+# with its default hyperparameters, RAP / GEM / Private-GSD with their `default` presets): roughly
+# 1.5 machine-days on this 2-core CPU (PrivPGD default ≈ 30–45 min per adult run, AIM up to 30 min,
+# RAP and Private-GSD about 1 CPU-minute, GEM about 6 per adult run) — run it with `scheduler=` on a Dask cluster, or on a
+# GPU. It has not been run here.
 
 # %% tags=["parameters"]
 profile = "quick"  # "quick" or "full" (the paper's settings; ~1.5 machine-days on 2 cores)
@@ -77,7 +86,11 @@ table
 # ## Figure 1 analogue: relative performance
 #
 # For each dataset, ε and metric, every method's (seed-mean) value divided by the best method's value
-# (1 = best, log scale), as in the paper's Figure 1.
+# (1 = best), as in the paper's Figure 1. With seven methods the paper's log-ratio bars would hide the
+# best method (a bar of length log 1 = 0), so each panel is a heatmap instead: one row per method, one
+# column per dataset and ε, the colour the method's rank there (1 = best) and the label its value
+# relative to the best (`1` for the best, `×2.3` for 2.3 times the best). Every method has a visible
+# cell whatever the spread.
 
 # %%
 rel = exp.relative_performance(runs)
@@ -103,16 +116,17 @@ dist
 # ## Beside the paper's tables (in kind)
 #
 # The paper's appendix tables (shipped with the package: `margsynth.experiments.published.load("privpgd_tables")`;
-# block 0 = its default budget,
-# most likely ε = 2.5) are on other datasets; we therefore put side by side, per method, the **median
-# over datasets** of each metric and the **mean rank** among PrivPGD, PGM+MST and PGM+AIM (1 = best),
-# for the paper's datasets and for ours at ε = 2.5 (GUM is not in the paper). Note the paper's TV
-# column is printed as in its tables (its code reports the L1 norm, twice our TV).
+# block 0 = its default budget, most likely ε = 2.5) are on other datasets; we therefore put side by
+# side, per method, the **median over datasets** of each metric and the **mean rank** among the paper's
+# six methods — PrivPGD, PGM+MST, PGM+AIM, Private-GSD, GEM and RAP (1 = best) — for the paper's
+# datasets (those with a row for all six: RAP and GEM ran out of memory on ACS Employment) and for
+# ours at ε = 2.5 (GUM is not in the paper; it is in the table of all our methods below). Note the
+# paper's TV column is printed as in its tables (its code reports the L1 norm, twice our TV).
 
 # %%
 paper = exp.paper_summary(block=0)
-three = ["PrivPGD", "PGM+MST", "PGM+AIM"]
-ours = exp.our_summary(runs[runs["method"].isin(three)], epsilon=2.5)
+six = list(exp.PAPER_METHODS)
+ours = exp.our_summary(runs[runs["method"].isin(six)], epsilon=2.5)
 side = pd.concat([paper, ours], ignore_index=True)
 save_table(side, "05_paper_vs_ours")
 cols = ["source", "method", "groups"] + [f"{m} median" for m in metrics] + [f"{m} rank" for m in metrics]
@@ -125,11 +139,15 @@ ours_all.round(4)
 
 # %% [markdown]
 # **Reading the results.** The quick profile is a smoke run (two small datasets, one seed, a shortened
-# PrivPGD); conclusions need the full profile. Titanic's downstream target `Survived` has a third value
-# for the 415 passengers of Kaggle's unlabeled test set, so even the real-data baseline errs on ~43%. What to look for, following the paper: PrivPGD
-# should lead on the sliced-W1 distance and the query errors; the PGM-based methods, which fit the
-# marginals in a TV/L2 sense, are strongest on TV, and more so at small ε (Appendix Figures 4–7 show
-# PrivPGD's edge shrinking as ε decreases). On nltcs (16 binary attributes) the embedding is just
+# PrivPGD, the `fast` presets of RAP, GEM and Private-GSD); conclusions need the full profile. Titanic's
+# downstream target `Survived` has a third value for the 415 passengers of Kaggle's unlabeled test set,
+# so even the real-data baseline errs on ~43%. What to look for, following the paper: PrivPGD should
+# lead on the sliced-W1 distance and the query errors; the PGM-based methods, which fit the marginals
+# in a TV/L2 sense, are strongest on TV, and more so at small ε (Appendix Figures 4–7 show PrivPGD's
+# edge shrinking as ε decreases). Among the query-based methods the paper finds Private-GSD
+# competitive, RAP near PGM+AIM and GEM clearly behind on TV; here their privacy is accounted under
+# add/remove-one with a private record count like every other method (see
+# `docs/notes/query_baselines.md`). On nltcs (16 binary attributes) the embedding is just
 # {0.25, 0.75} per attribute, so the geometry PrivPGD exploits is absent and the methods are close.
 # The PrivPGD `fast` preset used by the quick profile includes our consistency step (the projected
 # marginals raked to common 1-way marginals; see `margsynth.inference.privpgd.generator`), the full

@@ -31,6 +31,10 @@ TINY = {
     "privsyn-pgm": {"synthetic_records": 40, "iters": 5},
     "privpgd": {"preset": "fast", "n_particles": 40, "epochs": 1, "projection_iters": 2, "projection_lr_step": 1,
                 "lr_step": 1, "consistency_iters": 2},
+    "rap": {"n_rows": 8, "iters": 3, "synthetic_records": 40, "progress": False},
+    "gem": {"rounds": 2, "batch_size": 8, "embedding_dim": 4, "hidden": [8], "iters": 2, "synthetic_records": 40,
+            "progress": False},
+    "private-gsd": {"synthetic_rows": 20, "generations": 50, "synthetic_records": 40, "progress": False},
 }  # fmt: skip
 GRID = [
     (1.0, 1e-9),

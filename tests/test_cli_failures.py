@@ -129,7 +129,12 @@ def spy(monkeypatch):
     from margsynth.privacy.ledger import BudgetLedger
 
     seen = {"charges": [], "ledgers": [], "rng": [], "runs": [], "validate": []}
-    charge, init, default_rng, create = BudgetLedger.charge, BudgetLedger.__init__, np.random.default_rng, registry.create
+    charge, init, default_rng, create = (
+        BudgetLedger.charge,
+        BudgetLedger.__init__,
+        np.random.default_rng,
+        registry.create,
+    )
 
     def spy_charge(self, *a, **k):
         seen["charges"].append(a)
@@ -213,8 +218,18 @@ def _bad_out(kind, toy):
 @pytest.mark.parametrize("mech", ["mst", "aim", "independent"])
 @pytest.mark.parametrize(
     "kind",
-    ["fifo", "device", "symlink", "sidecar-symlink", "newdir/", "folder", "input", "sidecar-over-domain", "parent-is-file",
-     "proc"],  # fmt: skip
+    [
+        "fifo",
+        "device",
+        "symlink",
+        "sidecar-symlink",
+        "newdir/",
+        "folder",
+        "input",
+        "sidecar-over-domain",
+        "parent-is-file",
+        "proc",
+    ],  # fmt: skip
 )
 def test_bad_output_paths_refused_up_front(toy, capsys, spy, kind, mech):
     out, message = _bad_out(kind, toy)
@@ -274,7 +289,10 @@ def test_sigterm_removes_temporaries_and_the_next_run_cleans_stale_ones(toy):
     assert sorted(p.name for p in toy.iterdir()) == ["dom.json", "priv.csv", "pub.csv"]
 
     # a killed run's leftovers (its pid is gone) are removed and reported by the next run
-    stale = [toy / f".out.csv.margsynth-tmp-{_dead_pid()}-0badcafe.csv", toy / f".out.csv.json.margsynth-tmp-{_dead_pid()}-00ff.json"]
+    stale = [
+        toy / f".out.csv.margsynth-tmp-{_dead_pid()}-0badcafe.csv",
+        toy / f".out.csv.json.margsynth-tmp-{_dead_pid()}-00ff.json",
+    ]
     for p in stale:
         p.write_text("half")
     res = subprocess.run([sys.executable, "-m", "margsynth", *_synth(toy)], env=env, capture_output=True, text=True)
@@ -419,7 +437,15 @@ def test_run_synth_checks_the_range_too(toy, spy):
             run_synth("mst", str(toy / "priv.csv"), domain=str(toy / "dom.json"), epsilon=eps, delta=delta,
                       out=str(toy / "o.csv"), seed=SEED)  # fmt: skip
     with pytest.raises(ValueError, match="--seed"):
-        run_synth("mst", str(toy / "priv.csv"), domain=str(toy / "dom.json"), epsilon=1.0, delta=1e-6, out=str(toy / "o.csv"), seed=-1)
+        run_synth(
+            "mst",
+            str(toy / "priv.csv"),
+            domain=str(toy / "dom.json"),
+            epsilon=1.0,
+            delta=1e-6,
+            out=str(toy / "o.csv"),
+            seed=-1,
+        )
     assert spy["untouched"]() and not (toy / "o.csv").exists()
 
 
@@ -427,7 +453,11 @@ def test_data_verify_fails_and_names_missing_files(tmp_path, monkeypatch, capsys
     monkeypatch.setenv("MARGSYNTH_DATA_DIR", str(tmp_path))
     assert main(["data", "verify", "titanic"]) == 1
     err = capsys.readouterr().err
-    assert "benchmark/titanic.zip" in err and "benchmark/titanic-domain.json" in err and "margsynth data fetch titanic" in err
+    assert (
+        "benchmark/titanic.zip" in err
+        and "benchmark/titanic-domain.json" in err
+        and "margsynth data fetch titanic" in err
+    )
 
 
 # ----------------------------------------------------------------------------- family 5: output that is valid
@@ -552,3 +582,82 @@ def test_a_registered_name_wins_over_a_folder_of_that_name(tmp_path, monkeypatch
     (tmp_path / "titanic").mkdir()
     (tmp_path / "mine").mkdir()
     assert not is_file_arg("titanic") and is_file_arg("mine") and is_file_arg("./titanic")
+
+
+# ----------------------------------------------------------------------------- family 9: the query-based mechanisms
+#: Tiny hyperparameters of RAP, GEM and Private-GSD (``-p``) so that a run takes a second.
+QUERY_TINY = {
+    "rap": ["-p", "n_rows=8", "-p", "iters=3", "-p", "progress=False"],
+    "gem": ["-p", "rounds=2", "-p", "batch_size=8", "-p", "embedding_dim=4", "-p", "hidden=[8]", "-p", "iters=2",
+            "-p", "progress=False"],
+    "private-gsd": ["-p", "synthetic_rows=20", "-p", "generations=50", "-p", "progress=False"],
+}  # fmt: skip
+
+
+def _query_synth(toy, mech, *extra, out="out.csv", seed=SEED):
+    return ["synth", mech, "--dataset", str(toy / "priv.csv"), "--domain", str(toy / "dom.json"), "--epsilon", "1",
+            "--delta", "1e-6", "--seed", str(seed), "--out", str(toy / out), *QUERY_TINY[mech], *extra]  # fmt: skip
+
+
+def _has_cuda() -> bool:
+    import torch  # heavy import, these tests only
+
+    return torch.cuda.is_available()
+
+
+@pytest.fixture
+def ledger_spy(monkeypatch):
+    """Every ledger made and every charge (without wrapping the mechanism, so that ``run``'s
+    signature, which says whether it takes ``--device``, is the real one)."""
+    from margsynth.privacy.ledger import BudgetLedger
+
+    seen = []
+    charge, init = BudgetLedger.charge, BudgetLedger.__init__
+    monkeypatch.setattr(BudgetLedger, "charge", lambda self, *a, **k: seen.append(a) or charge(self, *a, **k))
+    monkeypatch.setattr(BudgetLedger, "__init__", lambda self, *a, **k: seen.append(a) or init(self, *a, **k))
+    return seen
+
+
+@pytest.mark.skipif(_has_cuda(), reason="a GPU is present")
+@pytest.mark.parametrize("mech", ["rap", "gem"])
+def test_cuda_without_a_gpu_exits_2_no_silent_cpu_fallback(toy, capsys, ledger_spy, mech):
+    before = _tree(toy)
+    assert main(_query_synth(toy, mech, "--device", "cuda")) == 2
+    _one_line_error(capsys.readouterr().err, "device 'cuda'", "no CUDA GPU", "no silent CPU fallback")
+    assert _tree(toy) == before and not ledger_spy
+
+
+@pytest.mark.parametrize(
+    "mech, extra, message",
+    [
+        ("private-gsd", ["--device", "cpu"], "mechanism 'private-gsd' takes no --device"),
+        ("rap", ["--device", "tpu"], "unknown device 'tpu'"),
+        ("gem", ["--preset", "huge"], "unknown preset 'huge'; expected one of ['default', 'fast']"),
+        ("rap", ["-p", "n_rows=0"], "n_rows must be a positive integer, got 0"),
+        ("gem", ["-p", "ema_beta=1.0"], "ema_beta must be in [0, 1), got 1.0"),
+        ("private-gsd", ["-p", "elite=2"], "unknown private-gsd parameter(s) ['elite']"),
+        ("private-gsd", ["-p", "synthetic_records=-3"], "synthetic_records must be a positive integer or None, got -3"),
+        ("rap", ["-p", "degree=4"], "degree 4 exceeds the number of attributes (3)"),
+    ],
+)
+def test_query_mechanisms_refuse_bad_options_before_any_noise(toy, capsys, ledger_spy, mech, extra, message):
+    before = _tree(toy)
+    assert main(_query_synth(toy, mech, *extra)) == 2
+    _one_line_error(capsys.readouterr().err, message)
+    assert _tree(toy) == before and not ledger_spy
+
+
+@pytest.mark.parametrize("mech", ["rap", "gem", "private-gsd"])
+def test_query_mechanisms_run_from_the_cli_same_seed_same_bytes(toy, capsys, mech):
+    """``margsynth synth rap|gem|private-gsd``: exit 0, a sidecar with the full ledger and a
+    spend within the request; the same seed gives the same bytes, another seed other bytes."""
+    assert main(_query_synth(toy, mech, out="a.csv")) == 0
+    assert main(_query_synth(toy, mech, out="b.csv")) == 0
+    assert main(_query_synth(toy, mech, out="c.csv", seed=SEED + 1)) == 0
+    a, b, c = ((toy / f"{x}.csv").read_bytes() for x in "abc")
+    assert a == b and a != c
+    side = json.loads((toy / "a.csv.json").read_text())
+    assert side["mechanism"] == mech and side["epsilon_spent"] <= 1.0 and side["delta"] <= 1e-6
+    assert side["ledger"] and side["ledger"][0]["label"] == "measure total"
+    assert side["budget"]["spent"] <= side["budget"]["total"] * (1 + 1e-12)
+    assert pd.read_csv(toy / "a.csv").columns.tolist() == ["x", "y", "z"]

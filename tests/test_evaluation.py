@@ -37,7 +37,14 @@ SHIFTED = Dataset(np.stack([np.full(300, 3), np.zeros(300, int), np.zeros(300, i
 
 
 def test_registry_names_and_signature():
-    assert set(EVALUATION_METRICS) == {"downstream", "covariance", "counting-queries", "threshold-queries", "sw-2way", "tv-2way"}
+    assert set(EVALUATION_METRICS) == {
+        "downstream",
+        "covariance",
+        "counting-queries",
+        "threshold-queries",
+        "sw-2way",
+        "tv-2way",
+    }
     for name, f in EVALUATION_METRICS.items():
         v = f(REAL, OTHER, rng=np.random.default_rng(0))
         assert np.isfinite(v) and v >= 0, name
@@ -102,6 +109,43 @@ def test_counting_queries_absolute_vs_relative_and_coverage_rejection():
         counting_queries(REAL, OTHER, rng=np.random.default_rng(0), k=4)
 
 
+def _counting_queries_record_by_record(real, synth, rng, n_queries=200, k=3, coverage=(0.05, 0.95)):
+    """Eq. 9's counting queries with every record tested for every try (a second implementation)."""
+    er, es = embed_codes(real), embed_codes(synth)
+    wr = np.ones(len(real)) if real.weights is None else np.asarray(real.weights, float)
+    wr, ws = wr / wr.sum(), np.ones(len(synth)) / len(synth)
+    qr, qs = [], []
+    while len(qr) < n_queries:
+        cols = rng.choice(len(real.domain), size=k, replace=False)
+        lb = rng.uniform(0.0, 1.0, size=k)
+        ub = rng.uniform(lb, 1.0)
+        ar = float(np.sum(wr, where=np.all((er[:, cols] >= lb) & (er[:, cols] <= ub), axis=1)))
+        if coverage[0] <= ar <= coverage[1]:
+            qr.append(ar)
+            qs.append(float(np.sum(ws, where=np.all((es[:, cols] >= lb) & (es[:, cols] <= ub), axis=1))))
+    qr, qs = np.array(qr), np.array(qs)
+    return np.mean(np.abs(qr - qs)) / np.mean(np.abs(qr))
+
+
+@pytest.mark.parametrize("sizes, weighted", [((4, 3, 2, 5), False), ((2,) * 6, True), ((40, 50, 3, 2), False)])
+def test_counting_queries_coverage_from_marginals_equals_testing_every_record(sizes, weighted):
+    """The coverage of a query box is read from the real data's weighted marginal of its columns
+    (or, when that marginal has more cells than there are records, from the records): the same
+    queries are accepted and the same error results as testing every record for every try."""
+    rng = np.random.default_rng(7)
+    dom = Domain.from_sizes({f"a{i}": s for i, s in enumerate(sizes)})
+    n = 600  # (4, 3, 2, 5): every 3-way marginal is read from its table; (40, 50, 3, 2): mostly from the records
+    codes = np.stack([rng.integers(0, s, n) for s in sizes], axis=1)
+    codes[:, 1] = np.minimum(codes[:, 0], sizes[1] - 1)  # some dependence
+    weights = rng.uniform(0.5, 2.0, n) if weighted else None
+    real = Dataset(codes, dom, weights=weights)
+    synth = Dataset(np.stack([rng.integers(0, s, 200) for s in sizes], axis=1), dom)
+    for seed in range(3):
+        got = counting_queries(real, synth, rng=np.random.default_rng(seed), n_queries=60)
+        want = _counting_queries_record_by_record(real, synth, np.random.default_rng(seed), n_queries=60)
+        assert got == pytest.approx(want, rel=1e-12)
+
+
 def test_threshold_queries_absolute_is_small_for_similar_data():
     ab = threshold_queries(REAL, OTHER, rng=np.random.default_rng(0), relative=False, k=2)
     assert 0 < ab < 0.1
@@ -113,7 +157,9 @@ def test_downstream_learns_a_deterministic_target():
     assert err == 0.0
     # a constant-target synthetic set predicts the constant
     const = Dataset(np.stack([np.zeros(50, int), np.zeros(50, int), np.zeros(50, int)], axis=1), DOM)
-    assert downstream_error(test, const, rng=np.random.default_rng(0), target="z") == pytest.approx(np.mean(test.column("z") != 0))
+    assert downstream_error(test, const, rng=np.random.default_rng(0), target="z") == pytest.approx(
+        np.mean(test.column("z") != 0)
+    )
     mse = downstream_error(test, train, rng=np.random.default_rng(0), target="x", task="regression")
     assert mse >= 0
     assert default_target(DOM) == "z"

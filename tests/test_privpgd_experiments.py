@@ -35,6 +35,11 @@ def test_method_params_expand_the_preset():
     assert set(bench.PROFILES) == {"quick", "full"}
     assert bench.PROFILES["full"]["epsilons"] == (0.2, 1.0, 2.5)
     assert bench.PROFILES["full"]["params"]["PrivPGD"] == {"preset": "default"}
+    g = bench.method_params("Private-GSD", {"preset": "fast", "generations": 9})
+    assert g["generations"] == 9 and g["elite_size"] == 2 and "preset" not in g
+    for profile in bench.PROFILES.values():  # all seven methods, with their paper labels
+        assert profile["methods"] == ("PrivPGD", "PGM+MST", "PGM+AIM", "GUM", "RAP", "GEM", "Private-GSD")
+        assert set(profile["params"]) == set(profile["methods"])
 
 
 def test_relative_performance_best_is_one_and_distance_table():
@@ -56,6 +61,8 @@ def test_relative_performance_best_is_one_and_distance_table():
     best = rel.groupby("metric")["relative"].min()
     assert np.allclose(best, 1.0)
     assert np.allclose(rel[rel["method"] == "PGM+MST"]["relative"], 2.0)
+    assert np.allclose(rel[rel["method"] == "PrivPGD"]["rank"], 1.0)
+    assert np.allclose(rel[rel["method"] == "PGM+MST"]["rank"], 2.0)
     dist = bench.distance_table(df)
     assert list(dist["method"]) == ["PrivPGD", "PGM+MST"]
     assert dist["tv-2way mean"].iloc[0] == pytest.approx(1.05)
@@ -70,10 +77,37 @@ def test_paper_summary_reads_the_reference_table():
     except FileNotFoundError:
         pytest.skip("privpgd_tables.csv not present")
     p = paper.set_index("method")
-    assert list(paper["method"]) == ["PrivPGD", "PGM+MST", "PGM+AIM"]
+    assert list(paper["method"]) == ["PrivPGD", "PGM+MST", "PGM+AIM", "RAP", "GEM", "Private-GSD"]
+    assert (paper["groups"] == 8).all()  # ACS Employment has no RAP / GEM rows
+    # GEM clearly behind on TV, Private-GSD competitive (the paper's §4 reading)
+    assert p.loc["GEM", "tv-2way median"] > p.loc["Private-GSD", "tv-2way median"]
+    three = bench.paper_summary(block=0, methods=("PrivPGD", "PGM+MST", "PGM+AIM"))
+    assert list(three["method"]) == ["PrivPGD", "PGM+MST", "PGM+AIM"] and (three["groups"] == 9).all()
     # the paper's claim: PrivPGD ahead of PGM+MST on sliced W1 and counting queries
     assert p.loc["PrivPGD", "sw-2way median"] < p.loc["PGM+MST", "sw-2way median"]
     assert p.loc["PrivPGD", "counting-queries rank"] < p.loc["PGM+MST", "counting-queries rank"]
+
+
+def test_plot_relative_shows_every_method():
+    rows = [
+        {
+            "dataset": d,
+            "epsilon": 2.5,
+            "method": m,
+            "seed": 0,
+            **{k: 1.0 + i + j for j, k in enumerate(bench.METRIC_LABELS)},
+        }
+        for d in ("a", "b")
+        for i, m in enumerate(bench.METHOD_ORDER)
+    ]
+    rel = bench.relative_performance(pd.DataFrame(rows))
+    fig = bench.plot_relative(rel)
+    panels = [ax for ax in fig.axes if ax.get_images()]
+    assert len(panels) == len(bench.METRIC_LABELS)
+    for ax in panels:  # one cell per (method, dataset): the best method's cell is drawn too
+        assert ax.get_images()[0].get_array().shape == (7, 2)
+        assert [t.get_text() for t in ax.get_yticklabels()] == list(bench.METHOD_ORDER)
+        assert "1" in [t.get_text() for t in ax.texts]
 
 
 @needs_real("titanic")

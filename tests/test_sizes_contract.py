@@ -73,7 +73,20 @@ def test_attribute_too_large_to_tabulate_is_refused_by_name(tmp_path, name):
 
 
 @pytest.mark.parametrize(
-    "name", ["mst", "mst-prop4", "mst-gum", "nist-mst", "aim", "privsyn", "privsyn-pgm", "privpgd"]
+    "name",
+    [
+        "mst",
+        "mst-prop4",
+        "mst-gum",
+        "nist-mst",
+        "aim",
+        "privsyn",
+        "privsyn-pgm",
+        "privpgd",
+        "rap",
+        "gem",
+        "private-gsd",
+    ],
 )
 def test_pair_too_large_to_tabulate_is_refused_by_name(tmp_path, name):
     """Each attribute fits but their pair (2**36 cells, 512 GiB) does not: the mechanisms
@@ -115,3 +128,17 @@ def test_noisy_total_at_tiny_epsilon_stays_within_the_bound(monkeypatch, name):
     note = res.extras.get("records_bounded")
     if note is not None:
         assert note["records"] == len(res.synthetic) and not 0 <= note["estimate"] <= 42
+
+
+@pytest.mark.parametrize("name", ["rap", "gem", "private-gsd"])
+def test_query_workload_too_large_for_memory_is_refused_before_noise(name):
+    """Every pair fits (10,000 cells) but all 19,900 pairs of 200 attributes (199 million
+    cells, tens of GiB with the counts, answers and noise of each) do not: the query-based
+    mechanisms refuse in validate, saying how much they need, and the rng is untouched."""
+    dom = Domain.from_sizes({f"x{i}": 100 for i in range(200)})
+    data = Dataset(np.zeros((10, 200), dtype=int), dom)
+    rng = np.random.default_rng(3)
+    state = rng.bit_generator.state
+    with pytest.raises(ValueError, match=r"needs about [\d,]+ MiB for the 19,900 2-way marginals.*memory limit"):
+        registry.create(name).run(data, 1.0, 1e-6, rng)
+    assert rng.bit_generator.state == state

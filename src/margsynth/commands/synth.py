@@ -48,8 +48,8 @@ def register(sub) -> None:
     p.add_argument("--delta", required=True, type=delta_arg, metavar="D", help=f"privacy parameter delta in [{DELTA_MIN:g}, 1)")
     p.add_argument("--seed", type=seed_arg, default=0, metavar="S", help="seed of the noise generator, an integer >= 0 (default 0)")
     p.add_argument("--out", required=True, metavar="PATH", help="output CSV; the sidecar goes to PATH.json")
-    p.add_argument("--preset", metavar="NAME", help="hyperparameter preset of the mechanism (privpgd: default | fast)")
-    p.add_argument("--device", metavar="DEVICE", help="torch device for mechanisms that take one (privpgd: cpu | cuda)")
+    p.add_argument("--preset", metavar="NAME", help="hyperparameter preset of the mechanism (privpgd, gem, private-gsd: default | fast; rap: default | adaptive | fast)")
+    p.add_argument("--device", metavar="DEVICE", help="torch device for mechanisms that take one (privpgd, rap, gem: cpu | cuda)")
     p.add_argument(
         "--param",
         "-p",

@@ -10,19 +10,23 @@ and TV over the 2-way marginals), and the paper's appendix tables
 (ACS, Taxi, ...) are not available here, so we compare per-method medians over
 datasets and mean ranks, never cell by cell.
 
-Profiles (``PROFILES``):
+Profiles (``PROFILES``), both with the seven methods of ``METHOD_ORDER`` (PrivPGD, PGM+MST,
+PGM+AIM, GUM and the paper's query-based RAP, GEM and Private-GSD, all 2-way marginals as
+their workload):
 
 * ``quick`` — titanic + nltcs, eps = 2.5, 1 seed; PrivPGD ``fast`` with 40 epochs and
-  20,000 particles; PGM+MST, PGM+AIM and GUM with their defaults (AIM with 16 rounds and
-  300 Private-PGM iterations was far from converged on nltcs: 2-way TV 0.15 vs 0.025):
-  about 1.5-2.5 minutes on the 2-core machine.
+  20,000 particles; RAP, GEM and Private-GSD with their ``fast`` presets; PGM+MST, PGM+AIM
+  and GUM with their defaults (AIM with 16 rounds and 300 Private-PGM iterations was far
+  from converged on nltcs: 2-way TV 0.15 vs 0.025): about 160 CPU-seconds over two worker
+  processes (164 s wall measured on the shared 2-core machine with another benchmark beside
+  it; about 2 minutes when the machine is otherwise idle).
 * ``full`` — every available dataset (:func:`available_datasets`), eps in {0.2, 1, 2.5},
   delta = 1e-5, 3 seeds; PrivPGD with the paper's defaults (``PrivPGD.preset("default")``),
-  PGM+MST / PGM+AIM / GUM with their registry defaults. Expected runtime on the 2-core
-  CPU: PrivPGD default ~30-45 min per (dataset, eps, seed) on adult (the issue's
-  speed target; titanic/nltcs are smaller), AIM 5-30 min, MST ~1-3 min, so about
-  3 datasets x 3 eps x 3 seeds x ~1 h = ~1.5 days on one machine — run it on a
-  Dask cluster (``scheduler=``) or a GPU for PrivPGD.
+  RAP, GEM and Private-GSD with their ``default`` presets, PGM+MST / PGM+AIM / GUM with
+  their registry defaults. Expected runtime on the 2-core CPU: PrivPGD default ~30-45 min
+  per (dataset, eps, seed) on adult (titanic/nltcs are smaller), AIM 5-30 min, MST ~1-3 min,
+  RAP and Private-GSD ~1 CPU-minute, GEM ~6, so about 3 datasets x 3 eps x 3 seeds x ~1 h =
+  ~1.5 days on one machine — run it on a Dask cluster (``scheduler=``) or a GPU for PrivPGD.
 """
 
 from __future__ import annotations
@@ -60,7 +64,9 @@ __all__ = [
 ]
 
 CORE_DATASETS = ("adult", "nltcs", "titanic")
-METHOD_ORDER = ("PrivPGD", "PGM+MST", "PGM+AIM", "GUM")
+METHOD_ORDER = ("PrivPGD", "PGM+MST", "PGM+AIM", "GUM", "RAP", "GEM", "Private-GSD")
+#: Methods whose registry factory takes a ``preset`` (expanded into every field by :func:`method_params`).
+PRESET_METHODS = ("PrivPGD", "RAP", "GEM", "Private-GSD")
 METRIC_LABELS = {
     "downstream": "downstream",
     "covariance": "covariance",
@@ -79,7 +85,11 @@ PAPER_COLUMNS = {
     "tv-2way": "tv_distance",
 }
 LOWER_IS_BETTER = True  # every metric of §4.1
-PAPER_METHODS = ("PrivPGD", "PGM+MST", "PGM+AIM", "Private GSD", "GEM", "RAP")
+PAPER_METHODS = ("PrivPGD", "PGM+MST", "PGM+AIM", "Private-GSD", "GEM", "RAP")
+#: Rough relative cost of a job per method (the order jobs are started in: slowest first).
+JOB_COST = {"PGM+AIM": 6, "PrivPGD": 5, "PGM+MST": 3, "GEM": 2, "Private-GSD": 1, "RAP": 1, "GUM": 1}
+#: the published table's method labels -> ours
+PAPER_LABELS = {"Private GSD": "Private-GSD"}
 
 PROFILES: dict[str, dict[str, Any]] = {
     "quick": {
@@ -92,6 +102,9 @@ PROFILES: dict[str, dict[str, Any]] = {
             "PGM+MST": {},
             "PGM+AIM": {},
             "GUM": {},
+            "RAP": {"preset": "fast", "progress": False},
+            "GEM": {"preset": "fast", "progress": False},
+            "Private-GSD": {"preset": "fast", "progress": False},
         },
     },
     "full": {
@@ -99,20 +112,28 @@ PROFILES: dict[str, dict[str, Any]] = {
         "epsilons": (0.2, 1.0, 2.5),
         "seeds": (0, 1, 2),
         "methods": METHOD_ORDER,
-        "params": {"PrivPGD": {"preset": "default"}, "PGM+MST": {}, "PGM+AIM": {}, "GUM": {}},
+        "params": {
+            "PrivPGD": {"preset": "default"},
+            "PGM+MST": {},
+            "PGM+AIM": {},
+            "GUM": {},
+            "RAP": {"preset": "default", "progress": False},
+            "GEM": {"preset": "default", "progress": False},
+            "Private-GSD": {"preset": "default", "progress": False},
+        },
     },
 }
 
 
 def method_params(method: str, params: dict[str, Any]) -> dict[str, Any]:
-    """Mechanism keyword arguments for a sweep job. PrivPGD's ``preset`` is expanded into
-    the full hyperparameter set (so the cache key names every value)."""
+    """Mechanism keyword arguments for a sweep job. The ``preset`` of PrivPGD, RAP, GEM and
+    Private-GSD is expanded into the full hyperparameter set (so the cache key names every
+    value)."""
     params = dict(params)
-    if method == "PrivPGD":
-        from ..mechanisms.privpgd import PrivPGD  # loads torch
+    if method in PRESET_METHODS:
+        from ..mechanisms.registry import create  # the factory may load torch
 
-        preset = params.pop("preset", "default")
-        cfg = asdict(PrivPGD.preset(preset, **params))
+        cfg = asdict(create(METHODS[method], **params))
         cfg.pop("constraint", None)
         return cfg
     return params
@@ -165,8 +186,11 @@ def benchmark(
         params={m: method_params(m, merged[m]) for m in methods},
         metrics=DEFAULT_METRICS,
     )
-    df = run_sweep(jobs, workers=workers, scheduler=scheduler, progress=progress)
-    return df.drop(columns=["params"], errors="ignore")
+    # the slowest jobs first, so that parallel workers finish together; rows back in grid order
+    order = sorted(range(len(jobs)), key=lambda i: -JOB_COST.get(jobs[i].method, 1))
+    df = run_sweep([jobs[i] for i in order], workers=workers, scheduler=scheduler, progress=progress)
+    df.index = order
+    return df.sort_index().reset_index(drop=True).drop(columns=["params"], errors="ignore")
 
 
 @memoize(version=1)
@@ -189,11 +213,13 @@ def _mean_over_seeds(df: pd.DataFrame, metrics=DEFAULT_METRICS) -> pd.DataFrame:
 
 def relative_performance(df: pd.DataFrame, metrics=DEFAULT_METRICS) -> pd.DataFrame:
     """Figure 1: per (dataset, epsilon, metric), each method's seed-mean divided by the best
-    (smallest) method's; long format with columns dataset, epsilon, method, metric, value,
-    relative (1 = best)."""
+    (smallest) method's, and its rank among the methods; long format with columns dataset,
+    epsilon, method, metric, value, relative (1 = best), rank (1 = best, ties averaged)."""
     m = _mean_over_seeds(df, metrics).melt(id_vars=["dataset", "epsilon", "method"], var_name="metric")
-    best = m.groupby(["dataset", "epsilon", "metric"])["value"].transform("min")
+    groups = m.groupby(["dataset", "epsilon", "metric"])["value"]
+    best = groups.transform("min")
     m["relative"] = np.where(best > 0, m["value"] / best.where(best > 0, 1.0), np.where(m["value"] > 0, np.inf, 1.0))
+    m["rank"] = groups.rank(method="average")
     return m
 
 
@@ -210,6 +236,7 @@ def paper_table(block: int = 0) -> pd.DataFrame:
     ref = published.load("privpgd_tables")
     ref = ref[ref["table_block"] == block]
     out = ref[["dataset", "method"]].copy()
+    out["method"] = out["method"].replace(PAPER_LABELS)
     for ours, col in PAPER_COLUMNS.items():
         out[ours] = ref[col].astype(float)
     out["downstream_real"] = ref["downstream_real"].astype(float)
@@ -223,10 +250,12 @@ def _ranks(table: pd.DataFrame, group: list[str], metrics) -> pd.DataFrame:
     return r
 
 
-def paper_summary(block: int = 0, methods=("PrivPGD", "PGM+MST", "PGM+AIM")) -> pd.DataFrame:
+def paper_summary(block: int = 0, methods=PAPER_METHODS) -> pd.DataFrame:
     """Per method: the median over the paper's datasets of each metric and the mean rank
-    among ``methods`` (ranked within each dataset, 1 = best). The TV column is the paper's
-    ``||p - q||_1``-style number as printed (see our ``tv-2way`` docstring)."""
+    among ``methods`` (ranked within each dataset, 1 = best; only the datasets with a row
+    for every one of ``methods``: with RAP and GEM, the paper's ACS Employment is left out,
+    where they did not fit in memory). The TV column is the paper's ``||p - q||_1``-style
+    number as printed (see our ``tv-2way`` docstring)."""
     t = paper_table(block)
     t = t[t["method"].isin(methods)]
     t = t[t.groupby("dataset")["method"].transform("nunique") == len(methods)]
@@ -253,34 +282,51 @@ def _summary(t: pd.DataFrame, group: list[str], metrics: list[str], source: str)
 
 # ------------------------------------------------------------------ figures
 def plot_relative(rel: pd.DataFrame, metrics=DEFAULT_METRICS):
-    """Figure 1: one panel per metric, datasets (x eps) on the x axis, relative value (log)."""
+    """Figure 1: one panel per metric; rows are the methods, columns the datasets (x eps);
+    each cell is coloured by the method's rank there (1 = best, dark) and labelled with its
+    value relative to the best (``1`` = best, ``×2.3`` = 2.3 times the best), so that every
+    method, the best included, has a visible cell whatever the spread of the values."""
     import matplotlib.pyplot as plt  # heavy import, plotting only
 
     metrics = [m for m in metrics if m in set(rel["metric"])]
-    fig, axes = plt.subplots(1, len(metrics), figsize=(3.2 * len(metrics), 3.6), sharey=True, squeeze=False)
     rel = rel.copy()
     rel["where"] = rel["dataset"] + "\nε=" + rel["epsilon"].map(lambda e: f"{e:g}")
+    if "rank" not in rel:
+        rel["rank"] = rel.groupby(["dataset", "epsilon", "metric"])["value"].rank(method="average")
     wheres = list(dict.fromkeys(rel["where"]))
-    methods = [m for m in METHOD_ORDER if m in set(rel["method"])]
-    width = 0.8 / max(1, len(methods))
-    for ax, metric in zip(axes[0], metrics):
+    methods = [m for m in dict.fromkeys((*METHOD_ORDER, *rel["method"])) if m in set(rel["method"])]
+    n_m = len(methods)
+    cols = min(3, len(metrics))
+    rows = -(-len(metrics) // cols)
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(1.0 + 1.1 * len(wheres) * cols, 0.45 * n_m * rows + 1.2), squeeze=False
+    )
+    image = None
+    for ax, metric in zip(axes.ravel(), metrics):
         sub = rel[rel["metric"] == metric]
-        for k, meth in enumerate(methods):
-            s = sub[sub["method"] == meth].set_index("where").reindex(wheres)
-            ax.bar(
-                np.arange(len(wheres)) + (k - (len(methods) - 1) / 2) * width,
-                s["relative"] - 1,
-                bottom=1,
-                width=width,
-                label=meth,
-            )
-        ax.set_yscale("log")
-        ax.axhline(1, color="k", lw=0.8)
-        ax.set_xticks(range(len(wheres)), wheres, fontsize=7)
-        ax.set_title(METRIC_LABELS.get(metric, metric))
-    axes[0][0].set_ylabel("value / best (1 = best)")
-    axes[0][-1].legend(fontsize=7, loc="upper right")
-    fig.tight_layout()
+        rk = sub.pivot_table(index="method", columns="where", values="rank").reindex(index=methods, columns=wheres)
+        ratio = sub.pivot_table(index="method", columns="where", values="relative").reindex(
+            index=methods, columns=wheres
+        )
+        image = ax.imshow(rk.to_numpy(float), cmap="viridis", vmin=1, vmax=max(n_m, 2), aspect="auto")
+        for i in range(n_m):
+            for j in range(len(wheres)):
+                r = ratio.iat[i, j]
+                if not np.isfinite(rk.iat[i, j]):
+                    continue
+                text = "1" if r == 1 else ("∞" if not np.isfinite(r) else f"×{r:.2g}")
+                ax.text(j, i, text, ha="center", va="center", fontsize=6,
+                        color="white" if rk.iat[i, j] <= (n_m + 1) / 2 else "black")  # fmt: skip
+        ax.set_xticks(range(len(wheres)), wheres, fontsize=6)
+        ax.set_yticks(range(n_m), methods, fontsize=7)
+        ax.set_title(METRIC_LABELS.get(metric, metric), fontsize=9)
+        ax.grid(False)
+    for ax in axes.ravel()[len(metrics) :]:
+        ax.set_visible(False)
+    if image is not None:
+        bar = fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, pad=0.02)
+        bar.set_label("rank (1 = best)")
+    fig.suptitle("value / best per metric (colour: rank among the methods)", fontsize=9)
     return fig
 
 
@@ -294,14 +340,14 @@ def plot_distances(dist: pd.DataFrame):
     methods = [m for m in METHOD_ORDER if m in set(dist["method"])]
     for ax, ds in zip(axes[0], datasets):
         sub = dist[dist["dataset"] == ds]
-        for meth in methods:
+        for k, meth in enumerate(methods):
             s = sub[sub["method"] == meth]
             ax.errorbar(
                 s["sw-2way mean"],
                 s["tv-2way mean"],
                 xerr=s["sw-2way sd"],
                 yerr=s["tv-2way sd"],
-                marker="o",
+                marker="osD^vPX"[k % 7],
                 ls="",
                 capsize=2,
                 label=meth,

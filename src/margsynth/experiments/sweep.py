@@ -39,6 +39,9 @@ METHODS: dict[str, str] = {
     "PGM+MST": "mst",
     "PGM+AIM": "aim",
     "GUM": "privsyn",
+    "RAP": "rap",
+    "GEM": "gem",
+    "Private-GSD": "private-gsd",
 }
 
 #: The PrivPGD paper's metrics (§4.1), by ``margsynth evaluate`` name.

@@ -180,3 +180,18 @@ register(
     "margsynth.mechanisms.privpgd:PrivPGD.preset",
     description="PrivPGD (Donhauser et al. 2024): particle gradient descent on sliced Wasserstein (--preset default|fast)",
 )
+register(
+    "rap",
+    "margsynth.mechanisms.rap:RAP.preset",
+    description="RAP (Aydore et al. 2021): relaxed projection on all 2-way marginal queries (--preset default|adaptive|fast)",
+)
+register(
+    "gem",
+    "margsynth.mechanisms.gem:GEM.preset",
+    description="GEM (Liu, Vietri & Wu 2021): generator network + exponential mechanism, all 2-way marginals (--preset default|fast)",
+)
+register(
+    "private-gsd",
+    "margsynth.mechanisms.private_gsd:PrivateGSD.preset",
+    description="Private-GSD (Liu et al. ICML 2023), one-shot: all 2-way marginals measured once, genetic search (--preset default|fast)",
+)
