@@ -57,7 +57,7 @@ import scipy.sparse as sp
 from ..dataset import Dataset
 from ..domain import Domain
 from ..privacy import BudgetLedger, gdp_mu_for_dp, gdp_sigma
-from ..inference.pgm import Measurement, estimate
+from ..inference.pgm import Measurement, estimate, estimation_summary
 from .base import NO_RNG, SynthesisResult, check_run_inputs
 
 __all__ = [
@@ -575,6 +575,7 @@ class AdaptiveGrid:
                 "all_columns_norm_one": True,
             },
             "model_stats": {k: v for k, v in model.stats.items() if k != "loss_history"},
+            "estimation": estimation_summary(model),
             "estimated_total": float(model.total),
         }
         if self.extras_model:

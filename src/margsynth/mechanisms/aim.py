@@ -43,7 +43,7 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..domain import Domain
-from ..inference.pgm import Measurement, estimate, junction_tree_size
+from ..inference.pgm import Measurement, estimate, estimation_summary, junction_tree_size
 from ..privacy import BudgetLedger, exponential_mechanism, gaussian_mechanism
 from .base import NO_RNG, SynthesisResult, check_conversion, check_positive_int, check_run_inputs
 
@@ -292,6 +292,7 @@ class AIM:
                 "measured": measured,
                 "model_mb": model.size_mb,
                 "measurements": measurements,
+                "estimation": estimation_summary(model),
             },
         )
 

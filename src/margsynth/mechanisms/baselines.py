@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..dataset import Dataset
-from ..inference.pgm import estimate
+from ..inference.pgm import estimate, estimation_summary
 from ..privacy import BudgetLedger, measure_marginals
 from .base import NO_RNG, SynthesisResult, check_conversion, check_positive_int, check_run_inputs
 from .compression import noisy_marginal_measurement
@@ -63,5 +63,5 @@ class Independent:
         synth = model.synthetic_data(self.synthetic_records, rng=rng)
         return SynthesisResult.from_ledger(
             synth, self.name, asdict(self), ledger, {"total": time.perf_counter() - t0},
-            {"rho": ledger.total, "sigma": sigma},
+            {"rho": ledger.total, "sigma": sigma, "estimation": estimation_summary(model)},
         )  # fmt: skip

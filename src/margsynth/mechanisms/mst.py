@@ -48,7 +48,7 @@ from ..dataset import Dataset
 from ..domain import Domain
 from ..inference.consistency import make_consistent
 from ..inference.gum import GUM
-from ..inference.pgm import GraphicalModel, Measurement, estimate
+from ..inference.pgm import GraphicalModel, Measurement, estimate, estimation_summary
 from ..privacy import BudgetLedger, exponential_mechanism, measure_marginals
 from ..privacy.accounting import exponential_epsilon
 from .base import NO_RNG, SynthesisResult, check_conversion, check_positive_int, check_run_inputs
@@ -335,6 +335,7 @@ class MST:
                 "log_oneway": log1,
                 "log_selected": log2,
                 "model_stats": {k: v for k, v in model.stats.items() if k != "loss_history"},
+                "estimation": estimation_summary(model),
             },
         )
 

@@ -356,7 +356,7 @@ class NISTMST:
         times["measure_selected"] = time.perf_counter() - t2
         # (7) synthesize with Private-PGM (Eq. 4.2; Algorithms 7-8)
         t3 = time.perf_counter()
-        from ..inference.pgm import estimate
+        from ..inference.pgm import estimate, estimation_summary
 
         model = estimate(comp.compressed, one_way + [noisy_marginal_measurement(m) for m in log2], iters=self.iters)
         times["estimate"] = time.perf_counter() - t3
@@ -389,5 +389,6 @@ class NISTMST:
                 "compression_map": comp,
                 "log_oneway": log1,
                 "log_selected": log2,
+                "estimation": estimation_summary(model),
             },
         )

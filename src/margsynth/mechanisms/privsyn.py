@@ -74,7 +74,7 @@ from ..dataset import Dataset
 from ..domain import Domain
 from ..inference.consistency import make_consistent
 from ..inference.gum import GUM
-from ..inference.pgm import Measurement, ModelTooLargeError, estimate, junction_tree_size
+from ..inference.pgm import Measurement, ModelTooLargeError, estimate, estimation_summary, junction_tree_size
 from ..privacy import BudgetLedger, NoisyMarginal, gaussian_mechanism
 from ..privacy.accounting import gaussian_sigma
 from .base import NO_RNG, SynthesisResult, check_conversion, check_run_inputs
@@ -644,6 +644,7 @@ class PrivSyn:
                 gum_converged=None,
                 junction_tree_mb=mb,
                 model_stats={k: v for k, v in model.stats.items() if k != "loss_history"},
+                estimation=estimation_summary(model),
             )
         seconds = dict(meas.seconds)
         seconds["generate"] = time.perf_counter() - t0

@@ -17,7 +17,7 @@ Typical use (what MST/AIM do)::
     synth = model.synthetic_data(rng=np.random.default_rng(0))
 """
 
-from .estimation import estimate, evaluate_loss
+from .estimation import estimate, estimation_summary, evaluate_loss
 from .factor import Factor
 from .inference import BeliefPropagation, marginal, variable_elimination
 from .junction_tree import JunctionTree, ModelTooLargeError, build_junction_tree, junction_tree_size
@@ -35,6 +35,7 @@ __all__ = [
     "compile_measurements",
     "estimate",
     "estimate_total",
+    "estimation_summary",
     "evaluate_loss",
     "junction_tree_size",
     "marginal",

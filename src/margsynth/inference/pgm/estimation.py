@@ -62,7 +62,7 @@ from .junction_tree import build_junction_tree
 from .measurement import CompiledMeasurement, Measurement, compile_measurements, estimate_total
 from .model import GraphicalModel
 
-__all__ = ["LOSSES", "METHODS", "Objective", "estimate", "evaluate_loss"]
+__all__ = ["LOSSES", "METHODS", "Objective", "estimate", "estimation_summary", "evaluate_loss"]
 
 LOSSES = ("l2", "l1")
 STEP_GROWTH = 1.1  # growth of the step after an accepted step (Armijo backtracking halves it)
@@ -262,6 +262,7 @@ def estimate(
     memory_limit_mb: float | None = None,
     extra_cliques: Sequence[Sequence[str]] = (),
     step_size: float | None = None,
+    gap_tol: float | None = None,
 ) -> GraphicalModel:
     """Fit a graphical model to noisy measurements (Private-PGM, Eq. 4.2).
 
@@ -304,13 +305,26 @@ def estimate(
         Attribute sets to include in the model's structure without measuring them.
     step_size:
         Initial step; default ``1/Lip`` (see the module docstring).
+    gap_tol:
+        Stopping rule on the optimality certificate: stop as soon as the
+        Frank–Wolfe gap (below) is at most ``gap_tol * loss`` (checked every
+        ``GAP_EVERY`` iterations, also before the first). ``None`` (default):
+        run all ``iters``.
 
     Returns
     -------
     GraphicalModel, with ``stats`` holding ``loss_history`` (loss of the
-    iterate after each iteration), ``loss``, ``step_size``, ``iterations``,
-    ``evaluations`` (belief propagations), ``restarts``, ``method``,
-    ``total_estimated``, ``setup_seconds`` and ``seconds``.
+    iterate after each iteration), ``loss``, ``gap``, ``step_size``,
+    ``iterations``, ``evaluations`` (belief propagations), ``restarts``,
+    ``method``, ``total_estimated``, ``setup_seconds`` and ``seconds``.
+
+    ``gap`` is the optimality certificate of the returned model: the
+    Frank–Wolfe duality gap ``max_{s in M} <grad L(mu), mu - s>`` over the
+    marginal polytope ``M`` of the junction tree, computed with one
+    max-product pass (a linear function over ``M`` is minimised at a point
+    mass, the MAP assignment of the potentials ``-grad L``). ``L`` is convex
+    in ``mu``, so ``loss - gap <= min_M L <= loss``: the estimate is certified
+    within ``gap`` of the optimum of Eq. (4.2).
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -328,6 +342,7 @@ def estimate(
             memory_limit_mb=memory_limit_mb,
             extra_cliques=extra_cliques,
             step_size=step_size,
+            gap_tol=gap_tol,
         )
 
 
@@ -372,6 +387,20 @@ class _Iterate:
         self.k = 0  # accepted steps since the last (re)start of the momentum
         self.restarts = 0
         self.best_val, self.best_theta = self.val, None
+        self.last_gap: float | None = None
+        self.gap_stop = False
+
+    def gap(self) -> float:
+        """The Frank–Wolfe gap of the iterate, ``max_{s in M} <grad L(mu), mu - s>``
+        (M the marginal polytope of the junction tree): ``<G, mu> - min_x sum_C G_C(x_C)``,
+        the minimum over the polytope's vertices (point masses) found by one max-product
+        pass on ``-G`` (:meth:`~.inference.BeliefPropagation.max_product`). By convexity
+        of ``L``, ``L(mu) - L* <= gap`` (Jaggi, ICML 2013, "Revisiting Frank-Wolfe", §2;
+        for the L1 loss with its subgradient, the same inequality)."""
+        bp = self.ev.bp
+        lin = float(self.G @ self.p)
+        best = bp.max_product(bp.views(np.negative(self.G)))  # max_x sum_C -G_C(x_C)
+        return max(lin + best, 0.0)
 
     def accept(self, new_val: float) -> None:
         """The trial point ``*_new`` becomes the iterate."""
@@ -454,9 +483,22 @@ _STEPS: dict[str, Callable[[_Iterate, int], bool]] = {
 }
 
 
-def _descend(s: _Iterate, step: Callable[[_Iterate, int], bool], iters: int, callback, progress: bool) -> np.ndarray:
+#: With ``gap_tol``, the certificate is checked every ``GAP_EVERY`` iterations (one
+#: max-product pass, about half a belief propagation).
+GAP_EVERY = 10
+
+
+def _descend(
+    s: _Iterate,
+    step: Callable[[_Iterate, int], bool],
+    iters: int,
+    callback,
+    progress: bool,
+    gap_tol: float | None = None,
+) -> np.ndarray:
     """The loop shared by every method: up to ``iters`` calls of ``step``, the loss after
-    each, progress bar and callback. Returns the loss history."""
+    each, progress bar and callback; with ``gap_tol``, stops (before the step) as soon as
+    the certified gap is at most ``gap_tol * loss``. Returns the loss history."""
     history = np.empty(iters)
     done = 0
     bar = None
@@ -465,6 +507,11 @@ def _descend(s: _Iterate, step: Callable[[_Iterate, int], bool], iters: int, cal
 
         bar = tqdm(total=iters, desc="Private-PGM", unit="it", mininterval=0.5)
     for t in range(iters):
+        if gap_tol is not None and t % GAP_EVERY == 0:
+            s.last_gap = s.gap()
+            if s.last_gap <= gap_tol * max(s.val, 0.0):
+                s.gap_stop = True  # last_gap certifies the current iterate
+                break
         if not step(s, t):
             break
         history[t] = s.val
@@ -493,11 +540,14 @@ def _estimate(
     memory_limit_mb,
     extra_cliques,
     step_size,
+    gap_tol,
 ):
     t0 = time.perf_counter()
     if isinstance(iters, bool) or int(iters) != iters or iters < 0:
         raise ValueError(f"iters must be a non-negative integer, got {iters!r}")
     iters = int(iters)
+    if gap_tol is not None and (isinstance(gap_tol, bool) or not np.isfinite(gap_tol) or gap_tol < 0):
+        raise ValueError(f"gap_tol must be a finite number >= 0 or None, got {gap_tol!r}")
     compiled = compile_measurements(domain, measurements)
     if not compiled:
         raise ValueError("estimate needs at least one measurement")
@@ -536,12 +586,13 @@ def _estimate(
     s.eta0 = s.eta if step_size is not None else 1.0 / max(float(np.abs(s.G).max()), 1e-300)  # L1 schedule
     setup = time.perf_counter() - t0
     step = _STEPS[method] if smooth else _subgradient_step
-    history = _descend(s, step, iters, callback, progress)
+    history = _descend(s, step, iters, callback, progress, gap_tol)
+    if not smooth and s.best_theta is not None:  # non-monotone subgradient method: keep the best iterate
+        s.theta = ev.adopt(s.best_theta)
+        s.val = ev(s.theta, s.p, s.G)
+        s.gap_stop = False
+    gap = s.last_gap if s.gap_stop else s.gap()
     theta, val = s.theta, s.val
-    if not smooth:  # non-monotone subgradient method: keep the best iterate
-        if s.best_theta is not None:
-            theta = ev.adopt(s.best_theta)
-        val = s.best_val
     # shift log Z into the root's potential (a tidy, normalised parameter vector)
     th_views = bp.views(theta)
     log_z = bp.calibrate(th_views, bp.views(s.p_new))
@@ -550,6 +601,7 @@ def _estimate(
     model.stats.update(
         loss_history=history,
         loss=float(val),
+        gap=float(gap),
         step_size=float(s.eta) if smooth else float(s.eta0),
         iterations=history.size,
         evaluations=ev.count,
@@ -560,6 +612,20 @@ def _estimate(
         seconds=time.perf_counter() - t0,
     )
     return model
+
+
+def estimation_summary(model: GraphicalModel) -> dict:
+    """``{"loss", "gap", "iterations", "method"}`` of a model fitted by :func:`estimate`:
+    its loss, the certified Frank–Wolfe gap (``loss - gap <= min L <= loss``), the
+    iterations run and the method — what every PGM-based mechanism reports as
+    ``extras["estimation"]`` (and in its sidecar)."""
+    st = model.stats
+    return {
+        "loss": float(st["loss"]),
+        "gap": float(st["gap"]),
+        "iterations": int(st["iterations"]),
+        "method": str(st["method"]),
+    }
 
 
 def evaluate_loss(model: GraphicalModel, measurements: Sequence[Measurement], loss: str = "l2") -> float:
