@@ -119,3 +119,33 @@ def test_pgm_mechanisms_report_the_certificate(name):
     assert set(est) == {"loss", "gap", "iterations", "method"}
     assert est["gap"] >= 0 and est["loss"] >= 0 and est["iterations"] >= 1
     assert res.sidecar()["estimation"] == est
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_splice_clique_is_a_valid_junction_tree(seed):
+    """AIM's incremental size test: the spliced cliques form a chordal graph whose
+    maximal cliques they are, containing every old clique's edges and the new clique."""
+    import networkx as nx
+
+    from margsynth.inference.pgm import splice_clique
+
+    rng = np.random.default_rng(seed)
+    dom = Domain.from_sizes({k: int(rng.integers(2, 5)) for k in "abcdefgh"})
+    names = dom.names
+    cliques = [tuple(rng.choice(names, size=int(rng.integers(2, 4)), replace=False)) for _ in range(6)]
+    tree = build_junction_tree(dom, cliques)
+    for _ in range(5):
+        new = tuple(rng.choice(names, size=3, replace=False))
+        out, cells = splice_clique(tree, new)
+        g = nx.Graph()
+        g.add_nodes_from(names)
+        for c in out:
+            g.add_edges_from(itertools.combinations(c, 2))
+        assert nx.is_chordal(g)
+        assert {frozenset(c) for c in nx.find_cliques(g)} == {frozenset(c) for c in out}
+        for c in [*tree.cliques, new]:
+            assert any(set(c) <= set(o) for o in out)
+        assert cells == sum(int(np.prod([dom[a].size for a in c])) for c in out)
+        if tree.find_clique(new) is None:
+            # the spliced structure is a junction tree estimate can use directly
+            assert build_junction_tree(dom, out).cells <= cells

@@ -178,7 +178,7 @@ class Objective:
             val = 0.0
         if self._folded:
             for c, axes, ps, _ in self._folded:
-                np.sum(p[c], axis=axes, keepdims=True, out=ps)
+                np.add.reduce(p[c], axis=axes, keepdims=True, out=ps)
             np.multiply(self._a, self._ps, out=self._g)
             self._g -= self._b
             val += 0.5 * float((self._g * self._a_inv) @ self._g) + self._sub_const
