@@ -97,11 +97,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  seed={seed}: same {len(a)} selections in the same order", flush=True)
         else:
             k = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-            print(f"  seed={seed}: selections differ from round {k + 1} ({a[k:k + 1]} vs {b[k:k + 1]})", flush=True)
+            print(f"  seed={seed}: selections differ from round {k + 1} ({a[k : k + 1]} vs {b[k : k + 1]})", flush=True)
         if args.mst:
             t1 = time.perf_counter()
             m = MST().run(data, args.epsilon, args.delta, np.random.default_rng(seed))
-            print(f"MST seed={seed}: tv-3way={tv_kway(data, m.synthetic, 3):.4f}, {time.perf_counter() - t1:.1f} s", flush=True)
+            print(
+                f"MST seed={seed}: tv-3way={tv_kway(data, m.synthetic, 3):.4f}, {time.perf_counter() - t1:.1f} s",
+                flush=True,
+            )
 
     print()
     for name, rs in rows.items():
@@ -113,7 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     inc_cpu = np.array([r["cpu"] for r in rows["incremental"]])
     ref_wall = np.array([r["wall"] for r in rows["reference"]])
     inc_wall = np.array([r["wall"] for r in rows["incremental"]])
-    print(f"speed-up (reference / incremental): CPU {np.mean(ref_cpu / inc_cpu):.2f}x, wall {np.mean(ref_wall / inc_wall):.2f}x")
+    print(
+        f"speed-up (reference / incremental): CPU {np.mean(ref_cpu / inc_cpu):.2f}x, wall {np.mean(ref_wall / inc_wall):.2f}x"
+    )
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(
         f"peak memory (max RSS of this process) {peak_mb:,.0f} MiB; "

@@ -153,7 +153,9 @@ def main(argv: list[str] | None = None) -> int:
             z = np.load(fout, allow_pickle=True)
             meta = json.loads(str(z["meta"]))
             m_mu = [np.asarray(z[f"mu{i}"], dtype=float) for i in range(len(cliques))]
-            factors = [Factor(tuple(c), np.asarray(z[f"th{j}"], dtype=float)) for j, c in enumerate(meta["pot_cliques"])]
+            factors = [
+                Factor(tuple(c), np.asarray(z[f"th{j}"], dtype=float)) for j, c in enumerate(meta["pot_cliques"])
+            ]
         o_loss, m_loss = _loss(o_mu, ys, sigmas), _loss(m_mu, ys, sigmas)
         # certificates: our fit's own, and mbi's potentials loaded into our engine (0 iterations)
         o_gap = ours.stats["gap"]
@@ -163,12 +165,16 @@ def main(argv: list[str] | None = None) -> int:
         met = o_loss <= m_loss * (1 + 1e-6)
         ok &= met
         print(f"{name}: {len(cliques)} measurements, total N={total:,.1f}, {args.iters} iterations each")
-        print(f"  ours: loss={o_loss:.8g} gap={o_gap:.4g}  {o_wall:.1f} s wall {o_cpu:.1f} s CPU, peak {o_peak:,.0f} MiB")
+        print(
+            f"  ours: loss={o_loss:.8g} gap={o_gap:.4g}  {o_wall:.1f} s wall {o_cpu:.1f} s CPU, peak {o_peak:,.0f} MiB"
+        )
         print(
             f"  mbi : loss={m_loss:.8g} gap={m_cert['gap']:.4g} (loss by our engine {m_cert['loss']:.8g})  "
             f"{meta['wall']:.1f} s wall {meta['cpu']:.1f} s CPU, peak {meta['peak_mb']:,.0f} MiB"
         )
-        print(f"  mean TV between the fitted measured marginals {tv:.2e}; ours <= mbi * (1 + 1e-6): {'met' if met else 'NOT met'}")
+        print(
+            f"  mean TV between the fitted measured marginals {tv:.2e}; ours <= mbi * (1 + 1e-6): {'met' if met else 'NOT met'}"
+        )
     return 0 if ok else 1
 
 

@@ -56,8 +56,8 @@ import scipy.sparse as sp
 
 from ..dataset import Dataset
 from ..domain import Domain
-from ..privacy import BudgetLedger, gdp_mu_for_dp, gdp_sigma
 from ..inference.pgm import Measurement, estimate, estimation_summary
+from ..privacy import BudgetLedger, gdp_mu_for_dp, gdp_sigma
 from .base import NO_RNG, SynthesisResult, check_run_inputs
 
 __all__ = [
