@@ -43,7 +43,7 @@ import numpy as np
 import torch
 
 from margsynth.data import load
-from margsynth.inference.privpgd import PrivPGD
+from margsynth.mechanisms.privpgd import PrivPGD
 from margsynth.metrics.evaluation import counting_queries, sw_2way, tv_2way
 
 REFERENCE = {"s_per_projection_iter": 7.0, "s_per_epoch": 33.0}

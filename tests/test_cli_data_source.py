@@ -38,8 +38,8 @@ def _tree(path):
 def _count_file(tmp_path):
     import numpy as np
 
-    from margsynth.data.surrogate import surrogate_baltimore
     from margsynth.data.baltimore import CountTable
+    from margsynth.data.surrogate import surrogate_baltimore
 
     counts, dom = surrogate_baltimore()
     path = tmp_path / "counts.csv"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -96,7 +97,6 @@ def umask():
 @pytest.mark.parametrize("mask, mode", [(0o022, 0o644), (0o002, 0o664), (0o077, 0o600)])
 def test_files_follow_the_umask(toy, tmp_path, monkeypatch, umask, mask, mode):
     import hashlib
-
     import importlib
 
     from margsynth.data import registry
@@ -178,7 +178,14 @@ def _bad_out(kind, toy):
         os.mkfifo(toy / "fifo.csv")
         return str(toy / "fifo.csv"), "is a FIFO"
     if kind == "device":
-        return "/dev/null", "is a device"
+        # A device node of our own (same major/minor as /dev/null) inside the test's folder:
+        # should the check ever regress, the run overwrites this node, never the real /dev/null.
+        dev = toy / "null.csv"
+        try:
+            os.mknod(dev, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        except (PermissionError, OSError) as exc:
+            pytest.skip(f"cannot create a device node here: {exc}")
+        return str(dev), "is a device"
     if kind == "symlink":
         (toy / "target.csv").write_text("keep me\n")
         (toy / "link.csv").symlink_to(toy / "target.csv")
@@ -286,3 +293,262 @@ def test_data_verify_cleans_stale_temporaries(tmp_path, monkeypatch, capsys):
     main(["data", "verify", "titanic"])
     err = capsys.readouterr().err
     assert str(stale) in err and not stale.exists() and live.exists()
+
+
+# ----------------------------------------------------------------------------- family 3: files and specs
+def _family3(toy, case):
+    (toy / "afolder").mkdir(exist_ok=True)
+    (toy / "dup.json").write_text('{"x": 3, "y": 4, "z": 2, "x": 3}')
+    (toy / "duph.csv").write_text("x,y,x\n0,1,1\n1,2,0\n")
+    (toy / "bool.csv").write_text("x,y,z\nTrue,1,1\nFalse,2,0\n")
+    for name, level in (("null", None), ("list", [1])):
+        spec = {"marginals": [{"attributes": [{"name": "x", "level": level}, "y"]}]}
+        (toy / f"spec-{name}.json").write_text(json.dumps(spec))
+    if not (toy / "fifo.json").exists():
+        os.mkfifo(toy / "fifo.json")
+    priv, dom = str(toy / "priv.csv"), str(toy / "dom.json")
+    synth = ["synth", "mst", "--epsilon", "1", "--delta", "1e-6", "--seed", str(SEED), "--out", str(toy / "o.csv")]
+    evaluate = ["evaluate", "--dataset", priv, "--domain", dom, "--seed", str(SEED)]
+    mgd = ["mgd", "--truth", priv, "--domain", dom]
+    spec = str(toy / "spec-null.json")
+    return {
+        "synth --domain missing": ([*synth, "--dataset", priv, "--domain", str(toy / "nope.json")], "--domain", "does not exist"),
+        "synth --domain folder": ([*synth, "--dataset", priv, "--domain", str(toy / "afolder")], "--domain", "is a folder"),
+        "synth --domain fifo": ([*synth, "--dataset", priv, "--domain", str(toy / "fifo.json")], "--domain", "not a regular file"),
+        "synth --domain duplicate key": ([*synth, "--dataset", priv, "--domain", str(toy / "dup.json")], "--domain", "'x' appears twice"),
+        "synth --dataset folder": ([*synth, "--dataset", str(toy / "afolder"), "--domain", dom], "--dataset", "is a folder"),
+        "synth --dataset duplicated header": ([*synth, "--dataset", str(toy / "duph.csv"), "--domain", dom], "--dataset", "['x'] more than once"),
+        "synth --dataset True/False": ([*synth, "--dataset", str(toy / "bool.csv"), "--domain", dom], "--dataset", "True/False"),
+        "synth --public missing": (["synth", "nist-mst", *synth[2:], "--dataset", priv, "--domain", dom, "--public", str(toy / "nope.csv")], "--public", "does not exist"),
+        "synth --public folder": (["synth", "nist-mst", *synth[2:], "--dataset", priv, "--domain", dom, "--public", str(toy / "afolder")], "--public", "is a folder"),
+        "evaluate --synthetic missing": ([*evaluate, "--synthetic", str(toy / "nope.csv")], "--synthetic", "does not exist"),
+        "evaluate --synthetic folder": ([*evaluate, "--synthetic", str(toy / "afolder")], "--synthetic", "is a folder"),
+        "evaluate --synthetic duplicated header": ([*evaluate, "--synthetic", str(toy / "duph.csv")], "--synthetic", "more than once"),
+        "evaluate --synthetic True/False": ([*evaluate, "--synthetic", str(toy / "bool.csv")], "--synthetic", "True/False"),
+        "evaluate --domain duplicate key": (["evaluate", "--dataset", priv, "--domain", str(toy / "dup.json"), "--synthetic", priv], "--domain", "appears twice"),
+        "mgd --spec missing": ([*mgd, "--synthetic", priv, "--spec", str(toy / "nope.json")], "--spec", "does not exist"),
+        "mgd --spec folder": ([*mgd, "--synthetic", priv, "--spec", str(toy / "afolder")], "--spec", "is a folder"),
+        "mgd --spec fifo": ([*mgd, "--synthetic", priv, "--spec", str(toy / "fifo.json")], "--spec", "not a regular file"),
+        "mgd --spec level null": ([*mgd, "--synthetic", priv, "--spec", spec], "--spec", "level must be an integer >= 0, got None"),
+        "mgd --spec level [1]": ([*mgd, "--synthetic", priv, "--spec", str(toy / "spec-list.json")], "--spec", "got [1]"),
+        "mgd --domain missing": (["mgd", "--truth", priv, "--synthetic", priv, "--domain", str(toy / "nope.json"), "--spec", str(toy / "spec-ok.json")], "--domain", "does not exist"),
+        "mgd --domain duplicate key": (["mgd", "--truth", priv, "--synthetic", priv, "--domain", str(toy / "dup.json"), "--spec", str(toy / "spec-ok.json")], "--domain", "appears twice"),
+        "mgd --truth folder": (["mgd", "--truth", str(toy / "afolder"), "--synthetic", priv, "--domain", dom, "--spec", str(toy / "spec-ok.json")], "--truth", "is a folder"),
+        "mgd --synthetic duplicated header": ([*mgd, "--synthetic", str(toy / "duph.csv"), "--spec", str(toy / "spec-ok.json")], "--synthetic", "more than once"),
+        "mgd --synthetic True/False": ([*mgd, "--synthetic", str(toy / "bool.csv"), "--spec", str(toy / "spec-ok.json")], "--synthetic", "True/False"),
+    }[case]  # fmt: skip
+
+
+FAMILY3 = [
+    "synth --domain missing", "synth --domain folder", "synth --domain fifo", "synth --domain duplicate key",
+    "synth --dataset folder", "synth --dataset duplicated header", "synth --dataset True/False", "synth --public missing",
+    "synth --public folder", "evaluate --synthetic missing", "evaluate --synthetic folder",
+    "evaluate --synthetic duplicated header", "evaluate --synthetic True/False", "evaluate --domain duplicate key",
+    "mgd --spec missing", "mgd --spec folder", "mgd --spec fifo", "mgd --spec level null", "mgd --spec level [1]",
+    "mgd --domain missing", "mgd --domain duplicate key", "mgd --truth folder", "mgd --synthetic duplicated header",
+    "mgd --synthetic True/False",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", FAMILY3)
+def test_missing_or_malformed_input_files(toy, capsys, spy, case):
+    (toy / "spec-ok.json").write_text(json.dumps({"marginals": [{"attributes": ["x", "y"]}]}))
+    args, option, message = _family3(toy, case)
+    before = sorted(p.name for p in toy.iterdir())
+    sizes = {p.name: p.stat().st_size for p in toy.iterdir() if p.is_file()}
+    assert main(args) == 2
+    _one_line_error(capsys.readouterr().err, option, message)
+    assert sorted(p.name for p in toy.iterdir()) == before
+    assert {p.name: p.stat().st_size for p in toy.iterdir() if p.is_file()} == sizes
+    assert spy["untouched"]()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file")
+@pytest.mark.parametrize("option", ["--domain", "--spec"])
+def test_unreadable_files(toy, capsys, option):
+    (toy / "spec-ok.json").write_text(json.dumps({"marginals": [{"attributes": ["x", "y"]}]}))
+    target = toy / ("dom.json" if option == "--domain" else "spec-ok.json")
+    target.chmod(0)
+    args = ["mgd", "--truth", str(toy / "priv.csv"), "--synthetic", str(toy / "priv.csv"), "--domain", str(toy / "dom.json"),
+            "--spec", str(toy / "spec-ok.json")]  # fmt: skip
+    assert main(args) == 2
+    _one_line_error(capsys.readouterr().err, option, "cannot be read")
+
+
+# ----------------------------------------------------------------------------- family 7: messages that say the truth
+FAMILY7 = [
+    ("synth", ["--seed", "-1"], "--seed", "-1 is negative"),
+    ("evaluate", ["--seed", "-1"], "--seed", "-1 is negative"),
+    ("mgd", ["--seed", "-1"], "--seed", "-1 is negative"),
+    ("synth", ["--epsilon", "1e308"], "--epsilon", "outside the supported range"),
+    ("synth", ["--epsilon", "1e-300"], "--epsilon", "outside the supported range"),
+    ("synth", ["--delta", "5e-324"], "--delta", "outside the supported range"),
+    ("synth", ["--delta", "-1e-6"], "--delta", "delta must be in (0, 1), got -1e-06"),
+    ("synth", ["--epsilon", "-1e-3"], "--epsilon", "epsilon must be a finite number > 0, got -0.001"),
+    ("synth", ["--epsilon", "-inf"], "--epsilon", "epsilon must be a finite number > 0"),
+    ("synth", ["--dataset", "FOLDER"], "--dataset", "is a folder"),
+    ("evaluate", ["--dataset", "FOLDER"], "--dataset", "is a folder"),
+]
+
+
+@pytest.mark.parametrize("command, change, option, message", FAMILY7)
+def test_messages_name_the_argument_and_the_truth(toy, capsys, spy, command, change, option, message):
+    (toy / "afolder").mkdir()
+    base = {
+        "synth": ["synth", "mst", "--dataset", str(toy / "priv.csv"), "--domain", str(toy / "dom.json"), "--epsilon", "1",
+                  "--delta", "1e-6", "--seed", str(SEED), "--out", str(toy / "o.csv")],
+        "evaluate": ["evaluate", "--dataset", str(toy / "priv.csv"), "--domain", str(toy / "dom.json"), "--synthetic",
+                     str(toy / "pub.csv"), "--seed", str(SEED)],
+        "mgd": ["mgd", "--truth", str(toy / "priv.csv"), "--synthetic", str(toy / "pub.csv"), "--domain",
+                str(toy / "dom.json"), "--spec", str(toy / "dom.json"), "--seed", str(SEED)],
+    }[command]  # fmt: skip
+    key, value = change
+    args = list(base)
+    args[args.index(key) + 1] = str(toy / "afolder") if value == "FOLDER" else value
+    before = _tree(toy)
+    assert main(args) == 2
+    _one_line_error(capsys.readouterr().err, option, message)
+    assert _tree(toy) == before and spy["untouched"]()
+
+
+def test_run_synth_checks_the_range_too(toy, spy):
+    from margsynth.commands.synth import run_synth
+
+    for eps, delta, msg in [(1e308, 1e-6, "--epsilon"), (1.0, 5e-324, "--delta"), (float("nan"), 1e-6, "--epsilon")]:
+        with pytest.raises(ValueError, match=msg):
+            run_synth("mst", str(toy / "priv.csv"), domain=str(toy / "dom.json"), epsilon=eps, delta=delta,
+                      out=str(toy / "o.csv"), seed=SEED)  # fmt: skip
+    with pytest.raises(ValueError, match="--seed"):
+        run_synth("mst", str(toy / "priv.csv"), domain=str(toy / "dom.json"), epsilon=1.0, delta=1e-6, out=str(toy / "o.csv"), seed=-1)
+    assert spy["untouched"]() and not (toy / "o.csv").exists()
+
+
+def test_data_verify_fails_and_names_missing_files(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MARGSYNTH_DATA_DIR", str(tmp_path))
+    assert main(["data", "verify", "titanic"]) == 1
+    err = capsys.readouterr().err
+    assert "benchmark/titanic.zip" in err and "benchmark/titanic-domain.json" in err and "margsynth data fetch titanic" in err
+
+
+# ----------------------------------------------------------------------------- family 5: output that is valid
+def _strict(text: str):
+    def refuse(const):
+        raise AssertionError(f"non-strict JSON constant {const}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize("command", ["evaluate", "mgd", "synth"])
+def test_json_output_is_strict(toy, capsys, monkeypatch, command):
+    import margsynth.metrics.mgd as mgd_mod
+    from margsynth.metrics import suite
+
+    spec = toy / "spec.json"
+    spec.write_text(json.dumps({"marginals": [{"attributes": ["x", "y"]}]}))
+    if command == "evaluate":
+        monkeypatch.setitem(suite.METRICS, "test-nan", lambda r, s, *, rng=None: float("nan"))
+        args = ["evaluate", "--dataset", str(toy / "priv.csv"), "--domain", str(toy / "dom.json"), "--synthetic",
+                str(toy / "pub.csv"), "--json", "--metrics", "tv-1way,test-nan"]  # fmt: skip
+    elif command == "mgd":
+        real = mgd_mod.mgd
+
+        def with_nan(*a, **k):
+            res = real(*a, **k)
+            res.extras["undefined-extra"] = float("inf")
+            return res
+
+        monkeypatch.setattr(mgd_mod, "mgd", with_nan)
+        args = ["mgd", "--truth", str(toy / "priv.csv"), "--synthetic", str(toy / "pub.csv"), "--domain",
+                str(toy / "dom.json"), "--spec", str(spec), "--json"]  # fmt: skip
+    else:
+        from margsynth.mechanisms.base import SynthesisResult
+
+        real_sidecar = SynthesisResult.sidecar
+        monkeypatch.setattr(SynthesisResult, "sidecar", lambda self: {**real_sidecar(self), "undefined": float("nan")})
+        args = _synth(toy)
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    text = (toy / "out.csv.json").read_text() if command == "synth" else captured.out
+    out = _strict(text)
+    if command == "evaluate":
+        assert out["test-nan"] is None and 0 <= out["tv-1way"] <= 1 and "test-nan is undefined" in captured.err
+    elif command == "mgd":
+        assert out["undefined-extra"] is None and out["mgd"] >= 0 and "undefined-extra is undefined" in captured.err
+    else:
+        assert out["undefined"] is None
+
+
+@pytest.fixture
+def baltimore_schema(tmp_path, monkeypatch):
+    """Count files over the Baltimore schema, offline (the surrogate's schema has the same shape)."""
+    from margsynth.data.baltimore import CountTable
+    from margsynth.data.surrogate import surrogate_baltimore
+
+    monkeypatch.setenv("MARGSYNTH_DATA_DIR", str(tmp_path / "nodata"))
+    monkeypatch.setenv("MARGSYNTH_NO_DOWNLOAD", "1")
+    monkeypatch.delenv("MARGSYNTH_DATA_MIRROR", raising=False)
+    counts, dom = surrogate_baltimore()
+
+    def write(name, change=None):
+        frame = CountTable(name, counts, dom, "surrogate").to_frame()
+        if change is not None:
+            frame = change(frame)
+        path = tmp_path / f"{name}.csv"
+        frame.to_csv(path, index=False)
+        return str(path)
+
+    return write
+
+
+def _set(row, col, value):
+    def change(frame):
+        frame = frame.astype({col: object})
+        frame.loc[row, col] = value
+        return frame
+
+    return change
+
+
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("truth total 0", "total 0"),
+        ("records truth total 0", "total 0"),
+        ("count 2**63", "is too large"),
+        ("count 2**64+5", "is too large"),
+        ("count 1e30", "is too large"),
+        ("counts adding past int64", "add up to more than a 64-bit integer"),
+    ],
+)
+def test_mgd_refuses_undefined_or_overflowing_totals(toy, baltimore_schema, capsys, case, message):
+    good = baltimore_schema("good")
+    zero = lambda f: f.assign(**{c: 0 for c in f.columns if c.isdigit()})  # noqa: E731
+    big = 2**62 + 1
+    truth = {
+        "truth total 0": lambda: baltimore_schema("zero", zero),
+        "count 2**63": lambda: baltimore_schema("big", _set(3, "7", str(2**63))),
+        "count 2**64+5": lambda: baltimore_schema("bigger", _set(3, "7", str(2**64 + 5))),
+        "count 1e30": lambda: baltimore_schema("float", _set(3, "7", "1e30")),
+        "counts adding past int64": lambda: baltimore_schema("sum", lambda f: _set(4, "9", big)(_set(3, "7", big)(f))),
+    }
+    if case == "records truth total 0":
+        (toy / "empty.csv").write_text("x,y,z\n")
+        (toy / "spec.json").write_text(json.dumps({"marginals": [{"attributes": ["x", "y"]}]}))
+        args = ["mgd", "--truth", str(toy / "empty.csv"), "--synthetic", str(toy / "pub.csv"), "--domain",
+                str(toy / "dom.json"), "--spec", str(toy / "spec.json"), "--json"]  # fmt: skip
+    else:
+        args = ["mgd", "--truth", truth[case](), "--synthetic", good, "--allow-surrogate", "--json",
+                "--preset", "baltimore-table1"]  # fmt: skip
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    line = [x for x in err.splitlines() if x.startswith("margsynth mgd: error")]
+    assert len(line) == 1 and message in line[0] and "negative" not in line[0] and "--truth" in line[0], err
+
+
+def test_a_registered_name_wins_over_a_folder_of_that_name(tmp_path, monkeypatch):
+    from margsynth.commands._inputs import is_file_arg
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "titanic").mkdir()
+    (tmp_path / "mine").mkdir()
+    assert not is_file_arg("titanic") and is_file_arg("mine") and is_file_arg("./titanic")

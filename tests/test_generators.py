@@ -1,6 +1,6 @@
-"""Generators as options of the marginal-based mechanisms: MST with PrivSyn's GUM
-(``mst-gum``), PrivSyn's selection with Private-PGM (``privsyn-pgm``), and the range
-queries of notebook 08's experiment module."""
+"""Generators as pluggable objects of the marginal-based mechanisms: MST with PrivSyn's GUM
+(``mst-gum``), PrivSyn's selection with Private-PGM (``privsyn-pgm``), every generator on
+the one noisy-marginals type, and the range queries of notebook 08's experiment module."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from margsynth.experiments.privsyn import RangeQuery, range_query_error, range_w
 from margsynth.inference.gum import GUM
 from margsynth.inference.pgm import ModelTooLargeError
 from margsynth.mechanisms import registry
-from margsynth.mechanisms.mst import MST, consistent_targets
+from margsynth.mechanisms.generators import GUMGenerator, PGMGenerator, consistent_targets
+from margsynth.mechanisms.mst import MST
 from margsynth.mechanisms.privsyn import PrivSyn
 
 DOM = Domain.from_sizes({"a": 4, "b": 4, "c": 3, "d": 5, "e": 5, "f": 2})
@@ -32,7 +33,7 @@ def _data(n: int = 3000, seed: int = 7) -> Dataset:
 
 DATA = _data()
 FAST_MST = {"iters": 200, "select_iters": 200}
-FAST_GUM = GUM(max_rounds=20)
+FAST_GUM = GUMGenerator(max_rounds=20)
 
 
 def _tv(ds: Dataset, clique, target) -> float:
@@ -44,7 +45,7 @@ def _tv(ds: Dataset, clique, target) -> float:
 @pytest.mark.parametrize("epsilon", [0.2, 2.0])
 def test_mst_gum_spends_the_same_ledger_as_mst_pgm(epsilon):
     pgm = MST(**FAST_MST).run(DATA, epsilon, 1e-9, np.random.default_rng(3))
-    gum = MST(**FAST_MST, generator="gum", gum=FAST_GUM).run(DATA, epsilon, 1e-9, np.random.default_rng(3))
+    gum = MST(**FAST_MST, generator=FAST_GUM).run(DATA, epsilon, 1e-9, np.random.default_rng(3))
     assert gum.ledger == pgm.ledger  # same charges, labels and order: generation is post-processing
     assert gum.epsilon == pytest.approx(epsilon, rel=1e-9) and gum.epsilon == pgm.epsilon
     assert gum.delta == pgm.delta
@@ -57,7 +58,7 @@ def test_mst_gum_spends_the_same_ledger_as_mst_pgm(epsilon):
     assert abs(len(gum.synthetic) - len(DATA)) < 0.05 * len(DATA)
     assert {"gum_trace", "gum_converged", "consistency_iterations"} <= set(gum.extras)
     assert "model_stats" not in gum.extras and "model_stats" in pgm.extras
-    assert pgm.parameters["generator"] == "pgm" and gum.parameters["generator"] == "gum"
+    assert pgm.parameters["generator"]["name"] == "pgm" and gum.parameters["generator"]["name"] == "gum"
 
 
 def test_mst_gum_reverses_the_compression():
@@ -67,14 +68,14 @@ def test_mst_gum_reverses_the_compression():
     skew = DATA.codes.copy()
     skew[:, 3] = np.where(rng.random(len(DATA)) < 0.98, 0, skew[:, 3])  # d: values 1..4 rare
     data = Dataset(skew, DOM)
-    res = MST(**FAST_MST, generator="gum", gum=FAST_GUM).run(data, 0.05, 1e-9, np.random.default_rng(1))
+    res = MST(**FAST_MST, generator=FAST_GUM).run(data, 0.05, 1e-9, np.random.default_rng(1))
     assert res.extras["compression"]["d"][1] < 5
     assert res.synthetic.domain == DOM
     assert res.synthetic.codes[:, 3].max() < 5
 
 
 def test_mst_gum_with_noise_free_measurements_tracks_the_data():
-    res = MST(**FAST_MST, generator="gum").run(DATA, 1e4, 1e-9, np.random.default_rng(2))
+    res = MST(**FAST_MST, generator=GUMGenerator()).run(DATA, 1e4, 1e-9, np.random.default_rng(2))
     for c in res.extras["cliques"]:
         assert _tv(res.synthetic, c, DATA.marginal(c)) <= 0.02, c
 
@@ -107,8 +108,8 @@ def test_consistent_targets_merges_repeats_and_is_consistent():
 # ----------------------------------------------------------------------------- PrivSyn + PGM
 def test_privsyn_pgm_runs_and_spends_exactly_epsilon():
     eps = 1.0
-    pgm = PrivSyn(generator="pgm", pgm_iters=300).run(DATA, eps, 1e-9, np.random.default_rng(5))
-    gum = PrivSyn(gum=FAST_GUM).run(DATA, eps, 1e-9, np.random.default_rng(5))
+    pgm = PrivSyn(generator=PGMGenerator(iters=300, memory_limit_mb=1024.0)).run(DATA, eps, 1e-9, np.random.default_rng(5))
+    gum = PrivSyn(generator=FAST_GUM).run(DATA, eps, 1e-9, np.random.default_rng(5))
     assert pgm.epsilon == pytest.approx(eps, rel=1e-9)
     assert pgm.ledger == gum.ledger  # same selection and measurements for the same seed
     assert pgm.extras["cliques"] == gum.extras["cliques"]
@@ -126,8 +127,8 @@ def test_privsyn_pgm_runs_and_spends_exactly_epsilon():
 
 
 def test_privsyn_pgm_refuses_a_junction_tree_over_the_memory_limit():
-    mech = PrivSyn(generator="pgm", pgm_memory_limit_mb=1e-4)
-    with pytest.raises(ModelTooLargeError, match="junction tree .* pgm_memory_limit_mb") as info:
+    mech = PrivSyn(generator=PGMGenerator(memory_limit_mb=1e-4))
+    with pytest.raises(ModelTooLargeError, match="junction tree .* memory_limit_mb") as info:
         mech.run(DATA, 10.0, 1e-9, np.random.default_rng(0))
     assert isinstance(info.value, ValueError)
     assert info.value.size_mb > 1e-4 and info.value.cliques
@@ -137,11 +138,14 @@ def test_privsyn_pgm_refuses_a_junction_tree_over_the_memory_limit():
     "factory, params, match",
     [
         (MST, {"generator": "gan"}, "generator"),
-        (MST, {"gum": "fast"}, "GUM instance"),
+        (MST, {"generator": "gum"}, "GUMGenerator"),
         (PrivSyn, {"generator": "mcf"}, "generator"),
-        (PrivSyn, {"pgm_iters": 0}, "pgm_iters"),
-        (PrivSyn, {"pgm_memory_limit_mb": 0}, "pgm_memory_limit_mb"),
-        (PrivSyn, {"pgm_memory_limit_mb": float("inf")}, "pgm_memory_limit_mb"),
+        (PrivSyn, {"generator": None}, "generator"),
+        (PGMGenerator, {"iters": -1}, "iters"),
+        (PGMGenerator, {"memory_limit_mb": 0}, "memory_limit_mb"),
+        (PGMGenerator, {"memory_limit_mb": float("inf")}, "memory_limit_mb"),
+        (GUMGenerator, {"max_rounds": 0}, "max_rounds"),
+        (GUMGenerator, {"nonnegativity": "clip"}, "nonnegativity"),
     ],
 )
 def test_bad_generator_parameters(factory, params, match):
@@ -150,10 +154,33 @@ def test_bad_generator_parameters(factory, params, match):
 
 
 def test_registry_presets():
-    assert registry.create("mst-gum").generator == "gum"
-    assert registry.create("mst").generator == "pgm"
-    assert registry.create("privsyn-pgm").generator == "pgm"
-    assert registry.create("privsyn").generator == "gum"
+    assert isinstance(registry.create("mst-gum").generator, GUMGenerator)
+    assert isinstance(registry.create("mst").generator_, PGMGenerator)
+    assert registry.create("privsyn-pgm").generator == PGMGenerator(iters=1000, memory_limit_mb=1024.0)
+    assert isinstance(registry.create("privsyn").generator, GUMGenerator)
+
+
+def test_registry_routes_generator_fields():
+    """``-p KEY=VALUE`` naming a field of the preset's generator (not of the mechanism) sets it."""
+    assert registry.create("privsyn-pgm", iters=7).generator == PGMGenerator(iters=7, memory_limit_mb=1024.0)
+    assert registry.create("mst-gum", max_rounds=3).generator.max_rounds == 3
+    assert registry.create("mst", iters=11).generator_ == PGMGenerator(iters=11)  # MST's own field
+    with pytest.raises(ValueError, match="bad parameters"):
+        registry.create("mst-gum", no_such_field=1)
+
+
+def test_every_generator_takes_the_noisy_marginals_type():
+    """The same NoisyMarginals (Algorithm 1's log) feed Private-PGM and GUM; both give
+    records over the domain whose 2-way marginals are close to the truth at large epsilon."""
+    from margsynth.privacy import NoisyMarginals, measure_marginals
+
+    log = measure_marginals(DATA, [(("a", "b"), 1.0), (("d", "e"), 1.0), (("c",), 1.0), (("f",), 1.0)], 1.0,
+                            np.random.default_rng(0))  # fmt: skip
+    assert isinstance(log, NoisyMarginals) and log.cliques[0] == ("a", "b")
+    for gen in (PGMGenerator(iters=300), GUMGenerator(max_rounds=20)):
+        out = gen.generate(DOM, log, np.random.default_rng(1), records=len(DATA))
+        assert out.synthetic.domain == DOM and len(out.synthetic) == len(DATA)
+        assert _tv(out.synthetic, ("a", "b"), DATA.marginal(("a", "b"))) < 0.05
 
 
 # ----------------------------------------------------------------------------- range queries

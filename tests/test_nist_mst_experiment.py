@@ -35,6 +35,8 @@ def test_table5_ordering_marks_separation_and_compares_with_published():
     assert o.loc["income inequality", "same NIST-MST/MST order"] == "tie"
     flipped = exp.table5_ordering(_summary({"NIST-MST": (0.1, 0.0), "MST": (0.2, 0.0)}))
     assert (flipped.set_index("criterion").loc["3-way marginals", "same NIST-MST/MST order"]) == "no"
+    close = exp.table5_ordering(_summary({"NIST-MST": (0.1, 0.05), "MST": (0.12, 0.01)}))
+    assert (close.set_index("criterion").loc["3-way marginals", "same NIST-MST/MST order"]) == "within sd"
 
 
 def test_draw_selection_uses_one_layout_and_marks_changing_cliques():

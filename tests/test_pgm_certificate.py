@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -102,15 +103,70 @@ def test_gap_tol_stops_with_the_certificate_met():
         estimate(dom, ms, iters=10, gap_tol=-1.0)
 
 
-@pytest.mark.parametrize("name", ["mst", "mst-prop4", "nist-mst", "aim", "adagrid", "privsyn-pgm", "independent"])
+def test_rtol_stops_when_the_loss_stalls():
+    """``rtol``: the fit stops at the first check (every ``GAP_EVERY`` iterations) where the
+    loss fell by at most ``rtol * loss`` since the previous check; the history up to there
+    is the full run's, and the returned gap is still the returned model's certificate."""
+    from margsynth.inference.pgm.estimation import GAP_EVERY
+
+    dom, ms = _tiny_problem("identity")
+    full = estimate(dom, ms, iters=1500, total=100.0)
+    h = full.stats["loss_history"]
+    for tol in (1e-4, 1e-8):
+        early = estimate(dom, ms, iters=1500, total=100.0, rtol=tol)
+        k = early.stats["iterations"]
+        assert k < 1500 and k % GAP_EVERY == 0
+        np.testing.assert_array_equal(early.stats["loss_history"], h[:k])  # same iterates
+        assert k >= 2 * GAP_EVERY
+        assert h[k - GAP_EVERY - 1] - h[k - 1] <= tol * h[k - 1]  # stalled at the stop ...
+        for j in range(2 * GAP_EVERY, k, GAP_EVERY):  # ... and at no earlier check
+            assert h[j - GAP_EVERY - 1] - h[j - 1] > tol * h[j - 1]
+        again = estimate(dom, ms, iters=0, total=100.0, warm_start=early)
+        assert again.stats["gap"] == pytest.approx(early.stats["gap"], rel=1e-6, abs=1e-9)
+        assert early.stats["loss"] - early.stats["gap"] <= full.stats["loss"] + 1e-9
+    assert estimate(dom, ms, iters=1500, total=100.0, rtol=1e-4).stats["iterations"] <= k
+    for bad in (-1.0, float("nan"), True):
+        with pytest.raises(ValueError, match="rtol"):
+            estimate(dom, ms, iters=10, rtol=bad)
+
+
+def _pgm_based() -> list[str]:
+    """The registered mechanisms whose GENERATE step is Private-PGM (a
+    :class:`~margsynth.mechanisms.generators.PGMGenerator`), found from the registry."""
+    from margsynth.mechanisms.generators import PGMGenerator
+    from margsynth.mechanisms.registry import available, create
+
+    out = []
+    for name in available():
+        try:
+            mech = create(name)
+        except ValueError:  # an optional dependency missing (e.g. torch for privpgd)
+            continue
+        gen = getattr(mech, "generator_", None) or getattr(mech, "generator", None)
+        if isinstance(gen, PGMGenerator):
+            out.append(name)
+    return out
+
+
+PGM_BASED = _pgm_based()
+
+
+def test_the_registry_lists_the_pgm_based_mechanisms():
+    assert {"mst", "mst-prop4", "nist-mst", "aim", "adagrid", "privsyn-pgm", "independent"} <= set(PGM_BASED)
+    assert not {"privsyn", "mst-gum", "privpgd"} & set(PGM_BASED)
+
+
+@pytest.mark.parametrize("name", PGM_BASED)
 def test_pgm_mechanisms_report_the_certificate(name):
+    """Every PGM-based mechanism writes its final fit's certificate to ``extras["estimation"]``
+    and, as strict JSON, to the sidecar."""
     from margsynth.mechanisms.registry import create
 
     dom = Domain.from_sizes({"a": 3, "b": 4, "c": 2, "d": 3})
     from tests.test_pgm_estimation import sample_data
 
     data = sample_data(dom, 400, seed=1)
-    kw = {"rounds": 8, "iters": 50, "final_iters": 100} if name == "aim" else {}
+    kw: dict = {"rounds": 8, "iters": 50, "final_iters": 100} if name == "aim" else {}
     run_kw = {}
     if name == "nist-mst":
         kw, run_kw = {"designated": ()}, {"public": data}
@@ -118,7 +174,10 @@ def test_pgm_mechanisms_report_the_certificate(name):
     est = res.extras["estimation"]
     assert set(est) == {"loss", "gap", "iterations", "method"}
     assert est["gap"] >= 0 and est["loss"] >= 0 and est["iterations"] >= 1
-    assert res.sidecar()["estimation"] == est
+    assert est["method"] in ("accelerated", "mirror_descent", "subgradient")
+    side = res.sidecar()
+    assert side["estimation"] == est
+    assert json.loads(json.dumps(side["estimation"], allow_nan=False)) == est  # strict JSON
 
 
 @pytest.mark.parametrize("seed", range(6))

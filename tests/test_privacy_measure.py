@@ -94,10 +94,10 @@ def test_measure_log_contents():
         assert not m.y.flags.writeable
         assert m.sigma == 3.0 and m.std == pytest.approx(3.0 / m.weight)
         assert m.estimate == pytest.approx(m.y / m.weight)
-        q, y, sigma, clique = m.to_measurement()
-        assert q.shape == (y.size, y.size)
-        assert np.allclose(q.diagonal(), m.weight) and q.nnz == y.size
-        assert sigma == 3.0 and clique == m.clique
+        pm = m.to_measurement()  # Private-PGM's form of (w_C I, y, sigma, C): answers y / w_C, scale sigma / w_C
+        assert pm.query is None and pm.clique == m.clique
+        np.testing.assert_array_equal(pm.y, m.y / m.weight)
+        assert pm.sigma == 3.0 / m.weight
     with pytest.raises(AttributeError):
         log[0].sigma = 1.0  # frozen
 

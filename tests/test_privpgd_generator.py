@@ -13,9 +13,7 @@ import torch
 from margsynth.dataset import Dataset
 from margsynth.domain import Domain
 from margsynth.inference.privpgd import (
-    PRESETS,
     DirectionBank,
-    PrivPGD,
     ThresholdConstraint,
     clique_centres,
     finalize,
@@ -24,6 +22,7 @@ from margsynth.inference.privpgd import (
     quantize,
     resolve_device,
 )
+from margsynth.mechanisms.privpgd import PRESETS, PrivPGD
 
 TINY = PrivPGD(
     n_particles=2000, projection_iters=150, projection_projections=20, projection_lr_step=30,

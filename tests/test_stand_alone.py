@@ -1,4 +1,4 @@
-"""The repository stands alone: no source, test, benchmark or documentation page cites a
+"""The repository stands alone: no source, test, benchmark, notebook, tool or documentation page cites a
 file outside it (design notes, paper copies, reference tables beside the checkout) or an
 issue number; decisions the papers leave out are cited as pages of docs/notes/."""
 
@@ -28,7 +28,7 @@ SUFFIXES = {".py", ".md", ".txt", ".toml", ".cfg", ".json", ".tsv", ".csv", ".ym
 
 
 def _files():
-    for top in ("src", "tests", "benchmarks", "docs"):
+    for top in ("src", "tests", "benchmarks", "docs", "notebooks", "data", "tools"):
         for p in sorted((ROOT / top).rglob("*")):
             if p.is_file() and p.suffix in SUFFIXES and "_build" not in p.parts and "__pycache__" not in p.parts:
                 yield p

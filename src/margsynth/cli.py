@@ -111,11 +111,17 @@ def _write_log(command: str, argv: list[str]) -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # usage errors (one line, status 2) and --help (status 0)
+        return exc.code if isinstance(exc.code, int) else 2
     prefix = f"margsynth {args.command}"
     try:
         with _sigterm_raises():
             return int(args.func(args) or 0)
+    except BrokenPipeError:  # the reader of our output went away (`margsynth data list | head -1`)
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - nothing more may reach the closed pipe at exit
+        return 1
     except Terminated:
         print(f"{prefix}: terminated", file=sys.stderr)
         return 128 + signal.SIGTERM

@@ -5,10 +5,21 @@ the SHA-256 of every file read (recorded in the synth sidecar)."""
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Input", "add_allow_surrogate", "file_sha256", "is_file_arg", "resolve_dataset", "use_registered"]
+__all__ = [
+    "Input",
+    "add_allow_surrogate",
+    "check_input_file",
+    "file_sha256",
+    "is_file_arg",
+    "read_csv_dataset",
+    "read_domain",
+    "resolve_dataset",
+    "use_registered",
+]
 
 
 @dataclass(frozen=True)
@@ -39,8 +50,69 @@ def file_sha256(path: str | Path) -> str:
     return h.hexdigest()
 
 
+def check_input_file(option: str, value: str | Path, expected: str) -> Path:
+    """``value`` as a readable regular file, or ``ValueError`` naming ``option``, the value and ``expected``."""
+    p = Path(value)
+    if p.is_dir():
+        raise ValueError(f"{option} {str(value)!r} is a folder; expected {expected}")
+    if not p.exists():
+        raise ValueError(f"{option} {str(value)!r} does not exist; expected {expected}")
+    if not p.is_file():
+        raise ValueError(f"{option} {str(value)!r} is not a regular file; expected {expected}")
+    try:
+        with open(p, "rb") as fh:
+            fh.read(1)
+    except OSError as exc:
+        raise ValueError(f"{option} {str(value)!r} cannot be read ({exc.strerror}); expected {expected}") from None
+    return p
+
+
+def read_domain(option: str, value: str | Path, ordinal=()):
+    """The :class:`Domain` in a domain JSON file ``{"attr": size, ...}``; duplicate attributes are refused."""
+    from ..domain import Domain
+
+    expected = 'a domain JSON file {"attr": size, ...}'
+    check_input_file(option, value, expected)
+
+    def no_duplicates(pairs):
+        seen = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise ValueError(f"{option} {str(value)!r}: attribute {k!r} appears twice; expected each attribute once")
+            seen.add(k)
+        return dict(pairs)
+
+    try:
+        json.loads(Path(value).read_text(), object_pairs_hook=no_duplicates)
+        return Domain.from_json(value, ordinal=ordinal)
+    except UnicodeDecodeError:
+        raise ValueError(f"{option} {str(value)!r} is not text; expected {expected}") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{option} {str(value)!r}: not valid JSON ({exc}); expected {expected}") from None
+    except ValueError as exc:
+        msg = str(exc)
+        raise ValueError(msg if msg.startswith(option) else f"{option} {msg}") from None
+
+
+def read_csv_dataset(option: str, value: str | Path, domain):
+    """A CSV of integer codes over ``domain``, with errors naming ``option``."""
+    from ..data import load_csv
+
+    path = check_input_file(option, value, "a CSV file of integer codes")
+    try:
+        return load_csv(path, domain)
+    except ValueError as exc:
+        raise ValueError(f"{option} {exc}") from None
+
+
 def is_file_arg(arg: str) -> bool:
-    return arg.endswith((".csv", ".zip", ".CSV")) or "/" in arg or Path(arg).exists()
+    """Whether ``--dataset``/``--public`` names a file (or a folder given by mistake) rather than a
+    registered dataset; a registered name wins over a folder of the same name in the working directory."""
+    from ..data import RECORD_DATASETS
+
+    if arg.endswith((".csv", ".zip", ".CSV")) or "/" in arg or Path(arg).is_file():
+        return True
+    return Path(arg).exists() and arg not in RECORD_DATASETS
 
 
 def use_registered(name: str, allow_surrogate: bool) -> tuple[str, dict[str, str]]:
@@ -58,30 +130,29 @@ def use_registered(name: str, allow_surrogate: bool) -> tuple[str, dict[str, str
         raise ValueError(f"{exc}; or pass --allow-surrogate to run on the deterministic surrogate") from None
 
 
-def resolve_dataset(arg: str, domain_json: str | None, *, what: str = "dataset", allow_surrogate: bool = False) -> Input:
-    """The dataset named by ``--dataset``/``--public``: a registered name or a CSV (+ domain JSON)."""
-    from ..data import RECORD_DATASETS, load_csv
+def resolve_dataset(arg: str, domain_json: str | None, *, what: str = "--dataset", allow_surrogate: bool = False) -> Input:
+    """The dataset named by ``--dataset``/``--public`` (``what``): a registered name or a CSV (+ domain JSON)."""
+    from ..data import RECORD_DATASETS
     from ..data.fetch import DataUnavailableError
     from ..data.loaders import load_registered
 
     if is_file_arg(arg):
         path = Path(arg)
-        if not path.is_file():
-            raise ValueError(f"{what} file {arg!r} does not exist")
+        if path.is_dir():
+            raise ValueError(f"{what} {arg!r} is a folder; expected a CSV file or a registered dataset name")
+        if not path.exists():
+            raise ValueError(f"{what} file {arg!r} does not exist; expected a CSV file or a registered dataset name")
         if domain_json is None:
             raise ValueError(f"{what} {arg!r} is a CSV: pass its domain with --domain JSON")
-        ds = load_csv(path, domain_json)
+        ds = read_csv_dataset(what, path, read_domain("--domain", domain_json))
         return Input(ds, "real", {str(path): file_sha256(path), str(domain_json): file_sha256(domain_json)}, path)
     if arg not in RECORD_DATASETS:
-        raise ValueError(f"unknown {what} {arg!r}: not a file and not one of {', '.join(RECORD_DATASETS)}")
+        raise ValueError(f"{what} {arg!r}: unknown dataset, not a file and not one of {', '.join(RECORD_DATASETS)}")
+    dom = read_domain("--domain", domain_json) if domain_json is not None else None
     try:
         ds, source, sha = load_registered(arg, allow_surrogate=allow_surrogate)
     except DataUnavailableError as exc:
         raise ValueError(f"{exc}; or pass --allow-surrogate to run on the deterministic surrogate") from None
-    if domain_json is not None:
-        from ..domain import Domain
-
-        dom = Domain.from_json(domain_json)
-        if dom.to_dict() != ds.domain.to_dict():
-            raise ValueError(f"--domain {domain_json!r} does not match the domain of registered dataset {arg!r}")
+    if dom is not None and dom.to_dict() != ds.domain.to_dict():
+        raise ValueError(f"--domain {domain_json!r} does not match the domain of registered dataset {arg!r}")
     return Input(ds, source, sha)

@@ -12,6 +12,7 @@ and those left by a killed run are removed (and reported) by the next one.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from ..paths import make_temporary, stale_temporaries
 
-__all__ = ["OutputPair", "check_out", "clean_stale", "sidecar_path"]
+__all__ = ["OutputPair", "check_out", "clean_stale", "dumps_strict", "sidecar_path"]
 
 
 def sidecar_path(path: Path) -> Path:
@@ -171,3 +172,30 @@ class OutputPair:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         self._abort()
+
+
+def _finite(obj, where: str, undefined: list):
+    import math
+
+    import numpy as np
+
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        undefined.append((where, obj))
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v, f"{where}.{k}" if where else str(k), undefined) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v, f"{where}[{i}]", undefined) for i, v in enumerate(obj)]
+    return obj
+
+
+def dumps_strict(obj, *, prog: str, **kwargs) -> str:
+    """JSON text with no ``NaN``/``Infinity`` (which strict parsers reject): an undefined
+    number becomes ``null`` and a line on stderr says which and why."""
+    undefined: list[tuple[str, float]] = []
+    clean = _finite(obj, "", undefined)
+    for where, value in undefined:
+        print(f"{prog}: {where} is undefined on these inputs (it came out as {value}); written as null", file=sys.stderr)
+    return json.dumps(clean, allow_nan=False, **kwargs)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 
 def register(sub) -> None:
     p = sub.add_parser("data", help="list, fetch and verify the registered datasets")
@@ -16,7 +18,7 @@ def register(sub) -> None:
     v = verbs.add_parser(
         "verify", help="check the SHA-256 of every local file (and remove temporaries of interrupted fetches)"
     )
-    v.add_argument("names", nargs="*")
+    v.add_argument("names", nargs="*", help="datasets (default: all); exits 1 if a file is missing or does not match")
     v.set_defaults(func=_verify)
 
 
@@ -59,9 +61,16 @@ def _verify(args) -> int:
     from ._outputs import clean_stale
 
     clean_stale(data_dir(), recursive=True)  # leftovers of interrupted fetches, reported on stderr
-    bad = 0
+    bad, missing = [], []
     for path, status in verify(args.names or None):
-        if status not in ("ok", "missing"):
-            bad += 1
+        if status == "missing":
+            missing.append(path)
+        elif status != "ok":
+            bad.append(path)
         print(f"{status if status in ('ok', 'missing') else 'BAD':8s} {path}" + ("" if status in ("ok", "missing") else f"  {status}"))
-    return 1 if bad else 0
+    if missing:
+        cmd = " ".join(["margsynth data fetch", *args.names])
+        print(f"missing: {len(missing)} registered file(s): {', '.join(missing)}; fetch them with `{cmd}`", file=sys.stderr)
+    if bad:
+        print(f"bad: {len(bad)} file(s) whose SHA-256 does not match the registry: {', '.join(bad)}", file=sys.stderr)
+    return 1 if bad or missing else 0

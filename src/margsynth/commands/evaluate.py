@@ -11,9 +11,9 @@ counting-queries, threshold-queries, sw-2way``; see :mod:`margsynth.metrics.suit
 
 from __future__ import annotations
 
-import json
-
-from ._inputs import add_allow_surrogate
+from ._args import seed_arg
+from ._inputs import add_allow_surrogate, check_input_file, read_csv_dataset
+from ._outputs import dumps_strict
 
 __all__ = ["register"]
 
@@ -33,16 +33,13 @@ def register(sub) -> None:
         help="comma-separated metric names (default: tv-1way,tv-2way,tv-3way,nist-3way,nist-conjunctions,nist-target; "
         "also downstream,covariance,counting-queries,threshold-queries,sw-2way)",
     )
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of randomised metrics (default 0)")
+    p.add_argument("--seed", type=seed_arg, default=0, metavar="S", help="seed of randomised metrics (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object {metric: value}")
     add_allow_surrogate(p)
     p.set_defaults(func=_main)
 
 
 def _main(args) -> int:
-    from pathlib import Path
-
-    from ..data import load_csv
     from ..metrics.suite import DEFAULT_METRICS, evaluate, get_metric
     from .synth import load_dataset
 
@@ -53,13 +50,12 @@ def _main(args) -> int:
             raise ValueError("--metrics is empty")
     for m in metrics:
         get_metric(m)  # unknown names fail before any data is read
+    check_input_file("--synthetic", args.synthetic, "a CSV file of integer codes")
     real = load_dataset(args.dataset, args.domain, allow_surrogate=args.allow_surrogate)
-    if not Path(args.synthetic).is_file():
-        raise ValueError(f"synthetic file {args.synthetic!r} does not exist")
-    synth = load_csv(args.synthetic, real.domain)
+    synth = read_csv_dataset("--synthetic", args.synthetic, real.domain)
     values = evaluate(real, synth, metrics, seed=args.seed)
     if args.json:
-        print(json.dumps(values))
+        print(dumps_strict(values, prog="margsynth evaluate"))
     else:
         width = max(len(m) for m in values)
         for m, v in values.items():

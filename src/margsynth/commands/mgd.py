@@ -17,10 +17,11 @@ a stable interface.
 
 from __future__ import annotations
 
-import json
 import sys
 
-from ._inputs import add_allow_surrogate, use_registered
+from ._args import seed_arg
+from ._inputs import add_allow_surrogate, check_input_file, read_csv_dataset, read_domain, use_registered
+from ._outputs import dumps_strict
 
 
 def register(sub) -> None:
@@ -35,7 +36,7 @@ def register(sub) -> None:
     p.add_argument("--solver", default="auto", choices=("auto", "flow", "lp"), help="AEMC solver (default auto)")
     p.add_argument("--domain", metavar="DOMAIN.json", help="read record CSVs over this domain instead of count files")
     p.add_argument("--ordinal", default="", metavar="A,B", help="ordinal attributes of --domain")
-    p.add_argument("--seed", type=int, default=0, help="seed of the range queries (Baltimore presets)")
+    p.add_argument("--seed", type=seed_arg, default=0, help="seed of the range queries (Baltimore presets)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_allow_surrogate(p)
     p.set_defaults(func=run)
@@ -43,33 +44,25 @@ def register(sub) -> None:
 
 def _load(args):
     if args.domain:
-        import pandas as pd
-
-        from ..dataset import Dataset
-        from ..domain import Domain
-
         ordinal = [a for a in args.ordinal.split(",") if a]
-        dom = Domain.from_json(args.domain, ordinal=ordinal)
-        out = []
-        for path in (args.truth, args.synthetic):
-            try:
-                frame = pd.read_csv(path)
-            except (OSError, ValueError) as exc:
-                raise ValueError(f"{path}: cannot be read as CSV ({exc})") from exc
-            out.append(Dataset(frame, dom, source=str(path)))
+        dom = read_domain("--domain", args.domain, ordinal=ordinal)
+        out = [read_csv_dataset(opt, path, dom) for opt, path in (("--truth", args.truth), ("--synthetic", args.synthetic))]
         return out[0], out[1], False
     from pathlib import Path
 
     from ..data.baltimore import CountTable, load_truth, read_count_file
 
+    for opt, path in (("--truth", args.truth), ("--synthetic", args.synthetic)):
+        check_input_file(opt, path, "a count file in the Baltimore scored-file layout (or record CSVs with --domain)")
     use_registered("baltimore911", args.allow_surrogate)  # the schema (names, labels) of the count files
     dom = load_truth().domain
 
     tables = []
-    for path in (args.truth, args.synthetic):
-        if not Path(path).exists():
-            raise ValueError(f"{path}: no such file")
-        counts, eps = read_count_file(path, dom)
+    for opt, path in (("--truth", args.truth), ("--synthetic", args.synthetic)):
+        try:
+            counts, eps = read_count_file(path, dom)
+        except ValueError as exc:
+            raise ValueError(f"{opt} {exc}") from None
         tables.append(CountTable(Path(path).stem, counts, dom, "real", eps, str(path)))
     return tables[0], tables[1], True
 
@@ -82,17 +75,25 @@ def run(args) -> int:
     from ..metrics.mgd import mgd
 
     logging.getLogger("cvxpy").setLevel(logging.ERROR)
-    truth, synth, counts = _load(args)
-    preset = args.preset
     if args.spec:
-        specs = load_specs(args.spec)
-    else:
+        check_input_file("--spec", args.spec, "a SPEC.json file (README: SPEC.json format)")
+        try:
+            specs = load_specs(args.spec)
+        except ValueError as exc:
+            msg = str(exc).removeprefix(f"{args.spec}: ")
+            raise ValueError(f"--spec {args.spec!r}: {msg}") from None
+    truth, synth, counts = _load(args)
+    total = truth.total if counts else len(truth)
+    if total == 0:
+        raise ValueError(f"--truth {args.truth!r} holds no counts (total 0); MGD divides by the truth's total, expected a positive total")
+    preset = args.preset
+    if not args.spec:
         if preset is None:
             if not counts:
                 raise ValueError("record CSVs need --spec SPEC.json (the presets are for the Baltimore count files)")
             preset = "baltimore-table1"
         if preset not in PRESETS:
-            raise ValueError(f"unknown preset {preset!r}; known: {sorted(PRESETS)}")
+            raise ValueError(f"--preset {preset!r}: unknown preset; expected one of {sorted(PRESETS)}")
         specs = PRESETS[preset]()
     res = mgd(truth, synth, specs, solver=args.solver)
     if preset is not None and preset.startswith("baltimore"):
@@ -101,8 +102,7 @@ def run(args) -> int:
         res.extras["inv_pie"] = inverse_pie(truth, synth)
         res.extras["range_query"] = range_query_error(truth, synth, seed=args.seed)
     if args.json:
-        json.dump(res.to_json(), sys.stdout)
-        sys.stdout.write("\n")
+        sys.stdout.write(dumps_strict(res.to_json(), prog="margsynth mgd") + "\n")
         return 0
     print(f"{'marginal':12s} {'attributes':40s} {'omega':>8s} {'AEMC':>12s} {'solver':>14s} {'seconds':>8s}")
     for s, r in zip(res.specs, res.results):

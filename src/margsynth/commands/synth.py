@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import ast
 import json
-import math
 import sys
 import time
 from pathlib import Path
 
+from ._args import DELTA_MIN, EPSILON_RANGE, check_budget, delta_arg, epsilon_arg, seed_arg
 from ._inputs import add_allow_surrogate, is_file_arg, resolve_dataset
-from ._outputs import OutputPair, check_out
+from ._outputs import OutputPair, check_out, dumps_strict
 
 __all__ = ["load_dataset", "register", "run_synth"]
 
@@ -43,9 +43,10 @@ def register(sub) -> None:
     )
     p.add_argument("--domain", metavar="JSON", help='domain JSON {"attr": size, ...} (required for a CSV)')
     p.add_argument("--public", metavar="NAME|CSV", help="public dataset over the same domain (nist-mst)")
-    p.add_argument("--epsilon", required=True, type=float, metavar="E", help="privacy parameter epsilon > 0")
-    p.add_argument("--delta", required=True, type=float, metavar="D", help="privacy parameter delta in (0, 1)")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the noise generator (default 0)")
+    lo, hi = EPSILON_RANGE
+    p.add_argument("--epsilon", required=True, type=epsilon_arg, metavar="E", help=f"privacy parameter epsilon in [{lo:g}, {hi:g}]")
+    p.add_argument("--delta", required=True, type=delta_arg, metavar="D", help=f"privacy parameter delta in [{DELTA_MIN:g}, 1)")
+    p.add_argument("--seed", type=seed_arg, default=0, metavar="S", help="seed of the noise generator, an integer >= 0 (default 0)")
     p.add_argument("--out", required=True, metavar="PATH", help="output CSV; the sidecar goes to PATH.json")
     p.add_argument("--preset", metavar="NAME", help="hyperparameter preset of the mechanism (privpgd: default | fast)")
     p.add_argument("--device", metavar="DEVICE", help="torch device for mechanisms that take one (privpgd: cpu | cuda)")
@@ -61,7 +62,7 @@ def register(sub) -> None:
     p.set_defaults(func=_main)
 
 
-def load_dataset(arg: str, domain_json: str | None, what: str = "dataset", allow_surrogate: bool = False):
+def load_dataset(arg: str, domain_json: str | None, what: str = "--dataset", allow_surrogate: bool = False):
     """A :class:`Dataset` from a registered name or a CSV (+ domain JSON)."""
     return resolve_dataset(arg, domain_json, what=what, allow_surrogate=allow_surrogate).dataset
 
@@ -145,9 +146,10 @@ def run_synth(
 
     # --- validate everything before any noise is drawn
     s = spec(mechanism)
-    if isinstance(epsilon, float) and math.isnan(epsilon):
-        raise ValueError("epsilon must be a finite number > 0, got nan")
+    check_budget(epsilon, delta)
     check_privacy_params(epsilon, delta)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"--seed: {seed!r} is not an integer >= 0")
     path = check_out(out, _input_paths(dataset, domain, public))
     inp = resolve_dataset(dataset, domain, allow_surrogate=allow_surrogate)
     data = inp.dataset
@@ -156,7 +158,7 @@ def run_synth(
     if public is not None:
         if not s.needs_public:
             raise ValueError(f"mechanism {mechanism!r} does not use a public dataset; drop --public")
-        pub_inp = resolve_dataset(public, domain, what="public dataset", allow_surrogate=allow_surrogate)
+        pub_inp = resolve_dataset(public, domain, what="--public", allow_surrogate=allow_surrogate)
         pub = pub_inp.dataset
         inputs.append(pub_inp)
         if pub.domain != data.domain:
@@ -202,7 +204,7 @@ def run_synth(
         from .. import __version__
 
         side["margsynth_version"] = __version__
-        text = json.dumps(side, indent=2, default=_json_default)
+        text = dumps_strict(json.loads(json.dumps(side, default=_json_default)), prog="margsynth synth", indent=2)
         frame = result.synthetic.df
         order = _input_columns(dataset)
         if order is not None and set(order) == set(frame.columns):

@@ -120,10 +120,12 @@ def read_count_file(path: str | Path, domain: Domain, key: pd.DataFrame | None =
     """
     path = Path(path)
     name = path.name
+    from .loaders import read_csv_strict
+
     try:
-        frame = pd.read_csv(path)
-    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
-        raise ValueError(f"{name}: cannot be read as CSV ({exc})") from exc
+        frame = read_csv_strict(path)
+    except ValueError as exc:
+        raise ValueError(str(exc).replace(str(path), name, 1)) from exc
     n_nb, n_m, n_t = domain.shape
     type_cols = [str(i) for i in range(n_t)]
     cols = [str(c) for c in frame.columns]
@@ -153,19 +155,37 @@ def read_count_file(path: str | Path, domain: Domain, key: pd.DataFrame | None =
             "rows in the same order (shuffled, duplicated or missing rows are refused)"
         )
     values = frame[type_cols]
-    arr = values.to_numpy()
-    if arr.dtype.kind not in "iu":
+    booleans = [c for c in type_cols if values[c].dtype == bool]
+    if booleans:
+        raise ValueError(f"{name}: column {booleans[0]!r} holds True/False; expected integer counts")
+    arr = raw = values.to_numpy()
+    int64_max = np.iinfo(np.int64).max
+
+    def too_large(where: np.ndarray) -> None:
+        if where.size:
+            r, c = map(int, where[0])
+            raise ValueError(
+                f"{name}: column {type_cols[c]!r} row {r}: value {_show(raw[r, c])} is too large; "
+                f"counts must fit in a 64-bit integer (at most {int64_max})"
+            )
+
+    if arr.dtype.kind == "u":
+        too_large(np.argwhere(arr > int64_max))
+    elif arr.dtype.kind != "i":
         num = values.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64)
         bad = np.argwhere(~np.isfinite(num) | (num != np.round(num)))
         if bad.size:
             r, c = map(int, bad[0])
             raise ValueError(f"{name}: column {type_cols[c]!r} row {r}: value {_show(arr[r, c])} is not an integer count")
-        arr = num.astype(np.int64)
+        too_large(np.argwhere(num >= 2.0**63))
+        arr = np.where(num < 0, -1, num)  # negatives are reported below
     arr = arr.astype(np.int64)
+    if float(arr.sum(dtype=np.float64)) >= 2.0**62 and sum(int(v) for v in arr.ravel() if v > 0) > int64_max:
+        raise ValueError(f"{name}: the counts add up to more than a 64-bit integer holds (at most {int64_max})")
     neg = np.argwhere(arr < 0)
     if neg.size:
         r, c = map(int, neg[0])
-        raise ValueError(f"{name}: column {type_cols[c]!r} row {r}: negative count {arr[r, c]}")
+        raise ValueError(f"{name}: column {type_cols[c]!r} row {r}: negative count {_show(raw[r, c])}")
     if "year" in cols:
         years = set(pd.unique(frame["year"]))
         if len(years) != 1:

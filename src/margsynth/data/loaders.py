@@ -58,11 +58,29 @@ def load_csv(path: str | Path, domain: Domain | str | Path, *, ordinal: list[str
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"data file {str(path)!r} does not exist")
-    try:
-        frame = pd.read_csv(path)
-    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
-        raise ValueError(f"{path}: cannot be read as CSV ({exc})") from exc
+    frame = read_csv_strict(path)
+    booleans = [str(c) for c in frame.columns if frame[c].dtype == bool]
+    if booleans:
+        raise ValueError(f"{path}: column {booleans[0]!r} holds True/False; expected integer codes 0..k-1")
     return Dataset(frame, domain, source=str(path))
+
+
+def read_csv_strict(path: str | Path, **kwargs) -> pd.DataFrame:
+    """``pandas.read_csv``, refusing a header that names a column twice (pandas would
+    silently rename the second ``x`` to ``x.1``)."""
+    try:
+        first = pd.read_csv(path, nrows=1, header=None, dtype=str, keep_default_na=False)
+        names = [str(v) for v in first.iloc[0]] if len(first) else []
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"{path}: the header names column(s) {dup} more than once; expected each column once")
+        return pd.read_csv(path, **kwargs)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot be read as CSV ({exc})") from exc
+    except ValueError as exc:
+        if str(exc).startswith(str(path)):
+            raise
+        raise ValueError(f"{path}: cannot be read as CSV ({exc})") from exc
 
 
 def _lookup(name: str) -> tuple[str, str, str]:

@@ -17,11 +17,16 @@ from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
+import psutil
+from tqdm.auto import tqdm
 
+from ..data.baltimore import load_synthetic, load_truth
 from ..domain import Attribute, Domain
 from ..metrics.aemc import AEMCProblem, AttributeSpec, MarginalSpec, solve
 from ..metrics.aemc.graph import neighbour_graph
+from ..metrics.aemc.instances import random_problem
 from ..metrics.aemc.scaling import exact_scale
+from ..metrics.baltimore import table1_specs
 from .cache import memoize
 
 __all__ = [
@@ -43,8 +48,6 @@ def measure(fn: Callable[[], object], interval: float = 0.005) -> tuple[object, 
     (resident memory sampled in a thread, so native allocations count; the RSS
     of worker processes ``fn`` starts is added, pages they share with this
     process counted twice, so the figure is an upper bound)."""
-    import psutil
-
     proc = psutil.Process(os.getpid())
 
     def rss() -> int:
@@ -84,9 +87,6 @@ def agreement(n: int = 200, seed: int = 0) -> pd.DataFrame:
     """Solve ``n`` random instances (the test suite's generator: ordinal, categorical,
     hierarchies, ∞ weights, explicit metrics, Δ = 0, empty bins, unequal totals)
     with every solver; one row per instance with the relative spread."""
-    from tqdm.auto import tqdm
-
-    from ..metrics.aemc.instances import random_problem
 
     rng = np.random.default_rng(seed)
     rows = []
@@ -127,7 +127,7 @@ def scaling_instance(n_cells: int, seed: int = 0) -> AEMCProblem:
 def reference_loop_flow(prob: AEMCProblem) -> float:
     """Reference-style implementation: the same neighbour graph added to OR-Tools
     one arc at a time from Python loops (as the authors' code built it)."""
-    from ortools.graph.python import min_cost_flow
+    from ortools.graph.python import min_cost_flow  # loads OR-Tools
 
     g = neighbour_graph(prob, prune=False, directed_hubs=False, reorder=False)
     scale = exact_scale(np.append(g.cost, prob.alpha), "costs")
@@ -159,8 +159,6 @@ def scaling(profile: str = "quick", seed: int = 0) -> pd.DataFrame:
     """Solve time and peak memory per method against the number of cells.
     A method is dropped for larger sizes once it exceeds the profile's time
     budget (the LP) or size limit (full graph, reference loop)."""
-    from tqdm.auto import tqdm
-
     cfg = PROFILES[profile]
     methods = _methods(cfg["full_graph_max"])
     dropped: set[str] = set()
@@ -185,9 +183,6 @@ def scaling(profile: str = "quick", seed: int = 0) -> pd.DataFrame:
 def baltimore_3way(stem: str = "privatized-mediocre-quality", reference: bool = False) -> pd.DataFrame:
     """The 580,464-cell Baltimore 3-way AEMC (Table 1 preset) by our flow and,
     optionally, the reference-style Python-loop build."""
-    from ..data.baltimore import load_synthetic, load_truth
-    from ..metrics.baltimore import table1_specs
-
     truth, synth = load_truth(), load_synthetic(stem)
     spec = table1_specs()[-1]
     prob = AEMCProblem.from_spec(spec, truth.domain, synth.counts, truth.counts)

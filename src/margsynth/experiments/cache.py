@@ -22,6 +22,9 @@ import os
 import pickle
 from typing import Any
 
+from .. import __version__
+from ..data.fetch import is_available
+from ..data.registry import dataset_info, dataset_names
 from ..paths import atomic_path, cache_dir
 
 __all__ = ["CacheMiss", "cache_key", "data_state", "memoize"]
@@ -35,9 +38,6 @@ def data_state() -> dict[str, str]:
     """``{dataset: checksum | "surrogate"}`` as loaders would resolve it now: for
     a dataset whose files are present (locally or in the mirror) a hash of its
     files' pinned SHA-256s, which loaders verify before use; else ``"surrogate"``."""
-    from ..data.fetch import is_available
-    from ..data.registry import dataset_info, dataset_names
-
     state = {}
     for n in dataset_names():
         if is_available(n):
@@ -61,8 +61,6 @@ def _canonical(value: Any) -> Any:
 
 
 def cache_key(qualname: str, version: int, arguments: dict[str, Any]) -> str:
-    from .. import __version__
-
     payload = {
         "function": qualname,
         "version": version,

@@ -13,7 +13,9 @@ import time
 
 import numpy as np
 import pandas as pd
+from tqdm.auto import tqdm
 
+from ..data.baltimore import load_synthetic, load_truth, synthetic_names
 from ..metrics.aemc import AEMCProblem, solve
 from ..metrics.baltimore import TABLE1_COLUMNS, inverse_pie, range_query_error, table1_specs
 from ..metrics.mgd import marginal_table
@@ -58,8 +60,6 @@ def score_file(stem: str, three_way: bool = True, seed: int = 0, authors_variant
     ``authors_variant`` scores the one- and two-way marginals with the authors'
     negative lower bound too (docs/notes/mgd_baltimore.md), in ``variant_*`` columns.
     """
-    from ..data.baltimore import load_synthetic, load_truth
-
     truth, synth = load_truth(), load_synthetic(stem)
     row: dict = {"file": stem, "dataset": published_name(stem), "source": synth.source}
     t0 = time.perf_counter()
@@ -88,16 +88,12 @@ def score_file(stem: str, three_way: bool = True, seed: int = 0, authors_variant
 
 def table1(profile: str = "quick", *, progress: bool = True, seed: int = 0) -> pd.DataFrame:
     """Our Table 1: one row per scored file (the 14 of the mirror)."""
-    from ..data.baltimore import synthetic_names
-
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; choose from {sorted(PROFILES)}")
     which = PROFILES[profile]["three_way"]
     names = synthetic_names()
     it = names
     if progress:
-        from tqdm.auto import tqdm
-
         it = tqdm(names, desc="Table 1 files")
     rows = [score_file(n, three_way=(which == "all" or n in which), seed=seed, authors_variant=True) for n in it]
     return pd.DataFrame(rows).set_index("dataset")
@@ -128,7 +124,7 @@ def compare_published(ours: pd.DataFrame, decimals: int = 4) -> pd.DataFrame:
 def correlations(df: pd.DataFrame, x: str = "range_query", ys=("inv_pie", "mgd", "aemc_3way")) -> pd.DataFrame:
     """Figure 3's correlations of RQ with each score: Pearson on logs (log-scaled
     axes) and Spearman, over the rows where both are present."""
-    from scipy import stats
+    from scipy import stats  # heavy import (seconds), this function only
 
     rows = []
     for y in ys:

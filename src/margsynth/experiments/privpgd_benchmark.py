@@ -33,6 +33,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import data as D
+from ..data import load
+from ..metrics.evaluation import default_target, downstream_error, fixed_split
 from . import published
 from .cache import memoize
 from .sweep import DEFAULT_METRICS, METHODS, grid, run_sweep
@@ -106,7 +109,7 @@ def method_params(method: str, params: dict[str, Any]) -> dict[str, Any]:
     the full hyperparameter set (so the cache key names every value)."""
     params = dict(params)
     if method == "PrivPGD":
-        from ..inference.privpgd import PrivPGD
+        from ..mechanisms.privpgd import PrivPGD  # loads torch
 
         preset = params.pop("preset", "default")
         cfg = asdict(PrivPGD.preset(preset, **params))
@@ -119,8 +122,6 @@ def available_datasets() -> list[str]:
     """adult, nltcs, titanic and every other registered record dataset present locally
     (``margsynth.data.is_available``); the adult public/private halves are left out (they
     are adult)."""
-    from .. import data as D
-
     names = list(CORE_DATASETS)
     for name, (reg, *_rest) in D.RECORD_DATASETS.items():
         if name in names or reg == "adult-split":
@@ -172,9 +173,6 @@ def benchmark(
 def real_baseline(dataset: str) -> float:
     """Downstream error of gradient boosting trained on the real 80% and tested on the 20%
     (the ``downstream_real`` column of the paper's tables)."""
-    from ..data import load
-    from ..metrics.evaluation import default_target, downstream_error, fixed_split
-
     train, test = fixed_split(load(dataset), dataset)
     return downstream_error(
         train,
@@ -256,7 +254,7 @@ def _summary(t: pd.DataFrame, group: list[str], metrics: list[str], source: str)
 # ------------------------------------------------------------------ figures
 def plot_relative(rel: pd.DataFrame, metrics=DEFAULT_METRICS):
     """Figure 1: one panel per metric, datasets (x eps) on the x axis, relative value (log)."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy import, plotting only
 
     metrics = [m for m in metrics if m in set(rel["metric"])]
     fig, axes = plt.subplots(1, len(metrics), figsize=(3.2 * len(metrics), 3.6), sharey=True, squeeze=False)
@@ -289,7 +287,7 @@ def plot_relative(rel: pd.DataFrame, metrics=DEFAULT_METRICS):
 def plot_distances(dist: pd.DataFrame):
     """Figure 2: average SW1 (x) against average TV (y) over the 2-way marginals, one
     marker per method, one panel per dataset (all eps; error bars = sd over seeds)."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy import, plotting only
 
     datasets = list(dict.fromkeys(dist["dataset"]))
     fig, axes = plt.subplots(1, len(datasets), figsize=(4 * len(datasets), 3.6), squeeze=False)

@@ -40,6 +40,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..data import load
+from ..metrics.evaluation import counting_queries, default_target, downstream_error, fixed_split, threshold_queries
 from .cache import memoize
 
 __all__ = ["PROFILES", "constraint_for", "constraint_run", "figure3", "plot_figure3"]
@@ -66,7 +68,7 @@ def constraint_for(domain, seed: int = 0, sharpness: float = 5.0, width: float =
     """The protected query: a seeded random unit direction over all attributes; threshold at
     the median of ``<theta, e(x)>`` over ``data`` when given (a balanced query, q(D) ~ 1/2),
     else at the cube's centre ``<theta, 1/2>`` (module docstring)."""
-    from ..inference.privpgd import ThresholdConstraint, embed
+    from ..inference.privpgd import ThresholdConstraint, embed  # loads torch
 
     rng = np.random.default_rng([seed, *b"constraint"])
     w = rng.standard_normal(len(domain))
@@ -86,9 +88,7 @@ def constraint_run(
     constraint_share: float = 0.1,
 ) -> dict:
     """One PrivPGD run with the constraint at strength ``gamma``; one result row."""
-    from ..data import load
-    from ..inference.privpgd import PrivPGD
-    from ..metrics.evaluation import counting_queries, default_target, downstream_error, fixed_split, threshold_queries
+    from ..mechanisms.privpgd import PrivPGD  # loads torch
 
     train, test = fixed_split(load(dataset), dataset)
     cons = constraint_for(train.domain, data=train)
@@ -147,7 +147,7 @@ def summary(runs: pd.DataFrame) -> pd.DataFrame:
 
 def plot_figure3(runs: pd.DataFrame):
     """Figure 3: the four series against gamma (symlog x so gamma = 0 shows), mean ± sd."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy import, plotting only
 
     s = summary(runs)
     fig, ax = plt.subplots(figsize=(6.5, 4))

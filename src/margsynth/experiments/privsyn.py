@@ -40,6 +40,7 @@ import pandas as pd
 from ..data import load
 from ..inference.pgm import ModelTooLargeError
 from ..mechanisms.registry import create
+from ..metrics.evaluation import counting_queries
 from ..metrics.range_queries import RangeQuery, range_query_error, range_workload
 from ..metrics.suite import tv_kway
 from .cache import memoize
@@ -83,7 +84,7 @@ def _overrides(mechanism: str, mst_iters: int, pgm_iters: int, memory_limit_mb: 
     if mechanism == "mst":
         return {"iters": int(mst_iters)}
     if mechanism == "privsyn-pgm":
-        return {"pgm_iters": int(pgm_iters), "pgm_memory_limit_mb": float(memory_limit_mb)}
+        return {"iters": int(pgm_iters), "memory_limit_mb": float(memory_limit_mb)}  # PGMGenerator fields
     return {}
 
 
@@ -140,8 +141,6 @@ def run_one(
         ),
     )
     if counting:
-        from ..metrics.evaluation import counting_queries
-
         summary["counting_queries"] = counting_queries(data, synth, rng=np.random.default_rng([seed, 9]))
     if "junction_tree_mb" in ex:
         summary["junction_tree_mb"] = ex["junction_tree_mb"]

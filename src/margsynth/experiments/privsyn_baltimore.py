@@ -40,13 +40,19 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..data.baltimore import CountTable, load_truth
+from ..data.fetch import local_path
+from ..data.registry import dataset_info
 from ..mechanisms.privsyn import PrivSyn
+from ..metrics.baltimore import inverse_pie, range_query_error, table1_specs
+from ..metrics.mgd import mgd
+from . import published
 from .cache import memoize
 
 __all__ = [
@@ -71,8 +77,6 @@ CHALLENGE_DELTA = 1.2244024187236405e-11
 def published_privsyn() -> pd.DataFrame:
     """MGD paper, Appendix B, Table 1: the published PrivSyn rows (Δ = 2; RQ unseeded),
     one per ε, with columns ``epsilon, inv_pie, range_query, M, N, I, M+I, M+N, N+I, 3way``."""
-    from . import published
-
     table = published.load("mgd_table1")
     rows = table[table["dataset"].str.startswith("PrivSyn-")].copy()
     rows.insert(0, "epsilon", rows.pop("dataset").str.removeprefix("PrivSyn-").astype(float))
@@ -87,9 +91,6 @@ def challenge_delta() -> float:
     """The challenge's δ from ``parameters.json`` when the real data are present,
     else :data:`CHALLENGE_DELTA` (the same value)."""
     try:
-        from ..data.fetch import local_path
-        from ..data.registry import dataset_info
-
         for e in dataset_info("baltimore911").files:
             if e.path.endswith("parameters.json"):
                 runs = json.loads(local_path(e).read_text())["runs"]
@@ -171,8 +172,6 @@ def privsyn_tables(
 def write_tables(runs: Sequence[PrivSynBaltimoreRun], out_dir) -> list[str]:
     """Write each table as ``<name>.csv`` in the scored-file layout (with an
     ``epsilon`` column, as the challenge files have); returns the paths."""
-    from pathlib import Path
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -190,9 +189,6 @@ def score_tables(runs: Sequence[PrivSynBaltimoreRun], *, with_published: bool = 
     published configuration, Figure 3's MGD, seeded RQ, inverse pie; docs/notes/mgd_baltimore.md), one
     row per ε, with the published values beside them (``pub_*`` columns) and the
     MGD the published AEMCs imply (ω = 1/9 for the six 1-/2-way, 1/3 for the 3-way)."""
-    from ..metrics.baltimore import inverse_pie, range_query_error, table1_specs
-    from ..metrics.mgd import mgd
-
     truth = load_truth()
     specs = table1_specs()
     rows = []

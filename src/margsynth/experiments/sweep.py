@@ -25,6 +25,10 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from ..data import load
+from ..mechanisms.registry import available, create
+from ..metrics.evaluation import default_target, fixed_split
+from ..metrics.suite import get_metric
 from .cache import memoize
 
 __all__ = ["METHODS", "Job", "grid", "map_jobs", "run_job", "run_sweep"]
@@ -61,8 +65,6 @@ class Job:
 
 
 def _registry_names() -> list[str]:
-    from ..mechanisms.registry import available
-
     return list(available())
 
 
@@ -90,11 +92,6 @@ def grid(
 @memoize(version=1)
 def run_job(job: Job) -> dict[str, Any]:
     """Run one job: split, synthesise on the 80%, evaluate; returns one result row."""
-    from ..data import load
-    from ..mechanisms.registry import create
-    from ..metrics.evaluation import default_target, fixed_split
-    from ..metrics.suite import get_metric
-
     data = load(job.dataset)
     train, test = fixed_split(data, job.dataset)
     mech = create(METHODS.get(job.method, job.method), **dict(job.params))

@@ -56,9 +56,9 @@ import scipy.sparse as sp
 
 from ..dataset import Dataset
 from ..domain import Domain
-from ..inference.pgm import Measurement, estimate, estimation_summary
-from ..privacy import BudgetLedger, gdp_mu_for_dp, gdp_sigma
-from .base import NO_RNG, SynthesisResult, check_run_inputs
+from ..privacy import BudgetLedger, NoisyMarginal, NoisyMarginals
+from .base import NO_RNG, SynthesisResult, check_generator, check_marginals_fit, check_records, check_run_inputs
+from .generators import Generator, PGMGenerator
 
 __all__ = [
     "DEFAULT_OUTER",
@@ -421,6 +421,11 @@ class AdaptiveGrid:
         synthesis); alternatively pass ``person_ids=`` to :meth:`run`.
     dataset:
         Name used to look up default marginals.
+    generator:
+        The GENERATE step (:mod:`.generators`; it must take non-identity queries):
+        ``None`` is ``PGMGenerator(iters=iters)``.
+    synthetic_records:
+        Number of synthetic records (default ``None``: the model's estimated total).
     """
 
     marginals: tuple[tuple[str, ...], ...] | None = None
@@ -431,6 +436,13 @@ class AdaptiveGrid:
     person_column: str | None = None
     dataset: str = ""
     extras_model: bool = field(default=False, compare=False)
+    generator: Generator | None = None
+    synthetic_records: int | None = None
+
+    @property
+    def generator_(self) -> Generator:
+        """The generator GENERATE uses: ``generator``, or Private-PGM with ``iters`` (AGM "Post-processing")."""
+        return PGMGenerator(iters=int(self.iters)) if self.generator is None else self.generator
 
     def __post_init__(self) -> None:
         _check_clip(self.clip)
@@ -441,6 +453,8 @@ class AdaptiveGrid:
             raise ValueError(f"threshold must be a finite number, got {t!r}")
         if isinstance(self.iters, bool) or int(self.iters) != self.iters or self.iters < 0:
             raise ValueError(f"iters must be a non-negative integer, got {self.iters!r}")
+        check_generator(self.generator)
+        check_records(self.synthetic_records)
         if self.marginals is not None:
             if isinstance(self.marginals, (str, bytes)):
                 raise ValueError(f"marginals must be a list of attribute sets, got {self.marginals!r}")
@@ -456,9 +470,12 @@ class AdaptiveGrid:
         return downward_closure(outer, domain)
 
     def noise_scale(self, epsilon: float, delta: float, measurements: int, bound: float) -> float:
-        """``sigma = C sqrt(n) / mu(eps, delta)`` (AGM "Noise calibration": Thm 2.7,
-        Cor. 3.3, Cor. 2.13), via :func:`~margsynth.privacy.accounting.gdp_sigma`."""
-        return gdp_sigma(epsilon, delta, sensitivity=bound, compositions=measurements)
+        """``sigma = C sqrt(n) / mu`` (AGM "Noise calibration": Thm 2.7, Cor. 3.3,
+        Cor. 2.13), ``mu`` the GDP budget of :meth:`BudgetLedger.from_dp` (the largest
+        ``mu(eps, delta)`` less its calibration margin; cf.
+        :func:`~margsynth.privacy.accounting.gdp_sigma`)."""
+        mu = BudgetLedger.from_dp(epsilon, delta, currency="gdp").total
+        return bound * math.sqrt(int(measurements)) / mu
 
     # ------------------------------------------------------------------ validate
     def validate(
@@ -486,7 +503,8 @@ class AdaptiveGrid:
             domain = domain.project([a for a in domain.names if a != self.person_column])
         elif person_ids is not None:
             clipping_weights(person_ids, self.clip, len(data))
-        self.select(domain)
+        check_marginals_fit(domain, self.select(domain), "marginal")
+        check_records(self.synthetic_records, columns=len(domain))
 
     # ------------------------------------------------------------------ run
     def run(
@@ -524,7 +542,7 @@ class AdaptiveGrid:
         # -- MEASURE (rounds k = 1..K, GDP ledger)
         t1 = time.perf_counter()
         ledger = BudgetLedger.from_dp(epsilon, delta, currency="gdp")
-        sigma = self.noise_scale(epsilon, delta, len(cliques), bound)
+        sigma = bound * math.sqrt(len(cliques)) / ledger.total  # = self.noise_scale(...)
         measured = measure_rounds(
             weighted, cliques, sigma=sigma, bound=bound, rng=rng, ledger=ledger, threshold=self.threshold,
             queries=self.queries,
@@ -532,22 +550,20 @@ class AdaptiveGrid:
         times["measure"] = time.perf_counter() - t1
         # -- GENERATE (Private-PGM on the sparse measurements, then records)
         t2 = time.perf_counter()
-        ms = [
-            Measurement(m.query.clique, None if m.query.n_aggregate == 0 else m.query.matrix, m.y, m.sigma,
-                        name="x".join(m.query.clique))
+        noisy = NoisyMarginals(
+            NoisyMarginal(m.query.clique, m.y, m.sigma, query=None if m.query.n_aggregate == 0 else m.query.matrix)
             for m in measured
-        ]  # fmt: skip
-        model = estimate(data.domain, ms, iters=int(self.iters))
-        times["estimate"] = time.perf_counter() - t2
-        t3 = time.perf_counter()
-        synth = model.synthetic_data(rng=rng)
-        times["synthesize"] = time.perf_counter() - t3
+        )
+        out = self.generator_.generate(data.domain, noisy, rng, records=self.synthetic_records, sep="x")
+        synth = out.synthetic
+        model = out.extras.get("model")
+        times["generate"] = time.perf_counter() - t2
         rounds = _round_table(measured)
         extras: dict[str, Any] = {
             "marginals": cliques,
             "sigma": sigma,
             "mu": ledger.spent,
-            "mu_budget": gdp_mu_for_dp(epsilon, delta),
+            "mu_budget": ledger.total,
             "clip": self.clip,
             "contribution_bound": bound,
             "person_ids": has_ids,
@@ -574,14 +590,14 @@ class AdaptiveGrid:
                 "columns_checked": int(sum(m.query.cells for m in measured)),
                 "all_columns_norm_one": True,
             },
-            "model_stats": {k: v for k, v in model.stats.items() if k != "loss_history"},
-            "estimation": estimation_summary(model),
-            "estimated_total": float(model.total),
+            **{k: v for k, v in out.extras.items() if k != "model"},
+            "estimated_total": float(model.total) if model is not None else float(len(synth)),
         }
         if self.extras_model:
             extras["model"] = model
         params = asdict(self)
         params.pop("extras_model", None)
+        params["generator"] = {"name": self.generator_.name, **asdict(self.generator_)}
         name = "adagrid" if self.queries == "adaptive" else "adagrid-identity"
         return SynthesisResult.from_ledger(synth, name, params, ledger, times, extras)
 

@@ -36,18 +36,28 @@ import itertools
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
 from ..dataset import Dataset
 from ..domain import Domain
-from ..inference.pgm import GraphicalModel, Measurement, estimate, estimation_summary, junction_tree_size, splice_clique
+from ..inference.pgm import GraphicalModel, estimate, junction_tree_size, splice_clique
 from ..inference.pgm.factor import align
 from ..inference.pgm.junction_tree import BYTES_PER_CELL
-from ..privacy import BudgetLedger, exponential_mechanism, gaussian_mechanism
-from .base import NO_RNG, SynthesisResult, check_conversion, check_positive_int, check_run_inputs
+from ..privacy import BudgetLedger, NoisyMarginal, NoisyMarginals, exponential_mechanism, gaussian_mechanism
+from .base import (
+    NO_RNG,
+    SynthesisResult,
+    check_conversion,
+    check_generator,
+    check_marginals_fit,
+    check_positive_int,
+    check_records,
+    check_run_inputs,
+)
+from .generators import Generator, PGMGenerator
 
 __all__ = ["AIM", "all_kway", "workload_candidates"]
 
@@ -97,23 +107,31 @@ class AIM:
         Private-PGM iterations per round (1000) and for the final model (2500).
     conversion:
         zCDP → (ε, δ) conversion for ρ (``"cks"``, as the authors; or ``"prop4"``).
+    generator:
+        The GENERATE step (:mod:`.generators`); ``None``: ``PGMGenerator(iters=final_iters)``
+        warm-started from the last round's model, as AIM.
     alpha:
         The budget split of every round: share ``alpha`` of it measures (Gaussian), the
         rest ``1 - alpha`` selects (exponential mechanism); 0.9 in AIM Alg. 2.
     incremental:
-        ``True`` (default): the candidate filter sizes the model with one clique added
-        by re-triangulating only the part of the current junction tree the clique
-        touches (:func:`~margsynth.inference.pgm.splice_clique`) and the next model uses
-        that structure when it is the smaller one; the current model's marginals are
-        computed once per round (a candidate's marginal is summed from a cached
-        superset's where possible); each round's fit stops when its certified gap is at
-        most ``round_gap_tol`` times its loss. ``False``: the reference path (a full
-        re-triangulation per candidate, variable elimination per candidate, all ``iters``
-        every round), kept for the side-by-side benchmark (``benchmarks/bench_aim.py``).
-    round_gap_tol:
-        Stopping rule of the per-round fits on the incremental path (relative
-        Frank–Wolfe gap, see :func:`~margsynth.inference.pgm.estimate`); ``None``: all
-        ``iters``. The final fit always runs ``final_iters``.
+        ``True`` (default): the fast path. The candidate filter sizes the model with one
+        clique added by re-triangulating only the part of the current junction tree the
+        clique touches (:func:`~margsynth.inference.pgm.splice_clique`, its results
+        kept across rounds) and the next model uses that structure when it is the
+        smaller one; the current model's marginals are computed once per round (a
+        candidate's marginal is summed from a cached superset's where possible). The
+        fits take the same iterates as on the reference path. ``False``: the reference
+        path (a full re-triangulation per candidate, variable elimination per
+        candidate), kept for the side-by-side benchmark (``benchmarks/bench_aim.py``).
+    round_gap_tol, round_rtol:
+        Optional stopping rules of the per-round fits on the fast path: the certified
+        relative Frank–Wolfe gap, or the relative loss decrease over 10 iterations
+        (see :func:`~margsynth.inference.pgm.estimate`); ``None`` (default): all
+        ``iters``, as AIM. Both change the fits, hence the annealing decisions and the
+        selections (docs/notes/aim.md).
+    final_rtol:
+        The same for the final fit (GENERATE, default Private-PGM generator only);
+        ``None`` (default): all ``final_iters``.
     """
 
     workload: tuple | None = None
@@ -125,8 +143,11 @@ class AIM:
     synthetic_records: int | None = None
     verbose: bool = False
     alpha: float = ALPHA
+    generator: Generator | None = None
     incremental: bool = True
     round_gap_tol: float | None = None
+    round_rtol: float | None = None
+    final_rtol: float | None = None
 
     name = "aim"
 
@@ -142,14 +163,19 @@ class AIM:
         for f in ("iters", "final_iters"):
             check_positive_int(f, getattr(self, f))
         check_conversion(self.conversion)
+        check_records(self.synthetic_records)
+        check_generator(self.generator)
         a = self.alpha
         if isinstance(a, bool) or not isinstance(a, (int, float)) or not 0 < a < 1:
             raise ValueError(f"alpha (measurement share of each round) must be in (0, 1), got {a!r}")
         if not isinstance(self.incremental, bool):
             raise ValueError(f"incremental must be True or False, got {self.incremental!r}")
-        g = self.round_gap_tol
-        if g is not None and (isinstance(g, bool) or not isinstance(g, (int, float)) or not math.isfinite(g) or g < 0):
-            raise ValueError(f"round_gap_tol must be a finite number >= 0 or None, got {g!r}")
+        for f in ("round_gap_tol", "round_rtol", "final_rtol"):
+            g = getattr(self, f)
+            if g is not None and (
+                isinstance(g, bool) or not isinstance(g, (int, float)) or not math.isfinite(g) or g < 0
+            ):
+                raise ValueError(f"{f} must be a finite number >= 0 or None, got {g!r}")
 
     def parameters(self) -> dict:
         return {
@@ -163,9 +189,20 @@ class AIM:
             "conversion": self.conversion,
             "synthetic_records": self.synthetic_records,
             "alpha": self.alpha,
+            "generator": {"name": self.generator_.name, **asdict(self.generator_)},
             "incremental": self.incremental,
             "round_gap_tol": self.round_gap_tol,
+            "round_rtol": self.round_rtol,
+            "final_rtol": self.final_rtol,
         }
+
+    @property
+    def generator_(self) -> Generator:
+        """The generator GENERATE uses: ``generator``, or Private-PGM with ``final_iters``
+        (on the fast path stopping when the loss stalls, ``final_rtol``)."""
+        if self.generator is not None:
+            return self.generator
+        return PGMGenerator(iters=self.final_iters, rtol=self.final_rtol if self.incremental else None)
 
     def compiled_workload(self, domain: Domain) -> list[tuple[tuple[str, ...], float]]:
         """The workload as validated ``(clique, weight)`` pairs (``ValueError`` on unknown attributes)."""
@@ -192,7 +229,8 @@ class AIM:
     ) -> None:
         """All checks of :meth:`run` (privacy parameters, rng, data, workload, rounds), before any noise."""
         check_run_inputs(data, epsilon, delta, rng)
-        self.compiled_workload(data.domain)
+        check_marginals_fit(data.domain, [c for c, _ in self.compiled_workload(data.domain)], "workload marginal")
+        check_records(self.synthetic_records, columns=len(data.domain))
         T = self.rounds or 16 * len(data.domain)
         if T < len(data.domain):
             # the d one-way measurements alone cost d * 0.9 rho / T: T < d leaves nothing for the rounds
@@ -215,19 +253,20 @@ class AIM:
         eps = math.sqrt(8 * (1 - self.alpha) * rho / T)
 
         # MEASURE the one-way marginals
-        measurements: list[Measurement] = []
+        noisy: list[NoisyMarginal] = []
         measured: list[tuple[str, ...]] = []
         for a in dom.names:
             x = data.marginal((a,), flatten=True).astype(np.float64)
             y = gaussian_mechanism(x, sigma=sigma, l2_sensitivity=1.0, rng=rng, ledger=ledger, label=f"measure ({a},)")
-            measurements.append(Measurement((a,), None, y, sigma))
+            noisy.append(NoisyMarginal((a,), y, sigma))
             measured.append((a,))
         te = time.perf_counter()
-        model = estimate(dom, measurements, iters=self.iters)
+        model = estimate(dom, NoisyMarginals(noisy).measurements(), iters=self.iters)
         times["estimate"] += time.perf_counter() - te
 
         trace = []
         structure: list[tuple[str, ...]] = []  # extra cliques of the model (incremental path)
+        splice_cache: dict = {}  # re-triangulations of the candidate filter, kept across rounds
         t = 0
         terminate = False
         while not terminate:
@@ -243,7 +282,7 @@ class AIM:
             # SELECT
             ts = time.perf_counter()
             if self.incremental:
-                small, spliced = self._filter_incremental(dom, candidates, model, size_limit)
+                small, spliced = self._filter_incremental(dom, candidates, model, size_limit, splice_cache)
                 project = _RoundMarginals(model)
             else:
                 small, spliced = self._filter(dom, candidates, measured, model, size_limit), {}
@@ -274,15 +313,16 @@ class AIM:
             y = gaussian_mechanism(
                 answers[cl], sigma=sigma, l2_sensitivity=1.0, rng=rng, ledger=ledger, label=f"measure {cl}"
             )
-            measurements.append(Measurement(cl, None, y, sigma))
+            noisy.append(NoisyMarginal(cl, y, sigma))
             measured.append(cl)
             z = project(cl).ravel()
             te = time.perf_counter()
+            measurements = NoisyMarginals(noisy).measurements()
             if self.incremental:
                 structure = self._structure(dom, measured, structure, spliced.get(cl))
                 model = estimate(
                     dom, measurements, iters=self.iters, warm_start=model, extra_cliques=structure,
-                    gap_tol=self.round_gap_tol,
+                    gap_tol=self.round_gap_tol, rtol=self.round_rtol,
                 )  # fmt: skip
             else:
                 model = estimate(dom, measurements, iters=self.iters, warm_start=model)
@@ -314,16 +354,18 @@ class AIM:
                 sigma /= 2
                 eps *= 2
 
-        # GENERATE
-        te = time.perf_counter()
-        model = estimate(dom, measurements, iters=self.final_iters, warm_start=model, extra_cliques=structure)
-        times["estimate"] += time.perf_counter() - te
+        # GENERATE (by default a final Private-PGM fit, warm-started, on the incremental path
+        # over the last round's structure, and Algorithms 7-8)
         tg = time.perf_counter()
-        synth = model.synthetic_data(self.synthetic_records, rng=rng)
+        marginals = NoisyMarginals(noisy)
+        out = self.generator_.generate(
+            dom, marginals, rng, records=self.synthetic_records, warm_start=model, extra_cliques=structure
+        )
+        model = out.extras.get("model")
         times["generate"] = time.perf_counter() - tg
         times["total"] = time.perf_counter() - t0
         return SynthesisResult.from_ledger(
-            synth,
+            out.synthetic,
             self.name,
             self.parameters(),
             ledger,
@@ -333,9 +375,9 @@ class AIM:
                 "rounds": t,
                 "trace": trace,
                 "measured": measured,
-                "model_mb": model.size_mb,
-                "measurements": measurements,
-                "estimation": estimation_summary(model),
+                "model_mb": None if model is None else model.size_mb,
+                "measurements": marginals,
+                **{k: v for k, v in out.extras.items() if k != "model"},
             },
         )
 
@@ -361,7 +403,7 @@ class AIM:
 
 
     def _filter_incremental(
-        self, dom, candidates, model: GraphicalModel, size_limit: float
+        self, dom, candidates, model: GraphicalModel, size_limit: float, cache: dict | None = None
     ) -> tuple[dict[tuple[str, ...], float], dict[tuple[str, ...], list[tuple[str, ...]]]]:
         """:meth:`_filter` with the size of the model with one clique added computed from
         the current junction tree (:func:`~margsynth.inference.pgm.splice_clique`).
@@ -373,7 +415,7 @@ class AIM:
             if tree.find_clique(c) is not None:
                 out[c] = w
                 continue
-            cliques, cells = splice_clique(tree, c)
+            cliques, cells = splice_clique(tree, c, cache=cache)
             if cells * BYTES_PER_CELL / 2**20 <= size_limit:
                 out[c] = w
                 spliced[c] = cliques

@@ -23,12 +23,15 @@ The GENERATE step is a pluggable generator object (:mod:`.generators`:
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
 from ..dataset import Dataset
+from ..domain import Domain
 from ..privacy.accounting import CONVERSIONS
 
 __all__ = [
@@ -36,7 +39,12 @@ __all__ = [
     "Mechanism",
     "SynthesisResult",
     "check_conversion",
+    "MEMORY_LIMIT_MB",
+    "bounded_records",
+    "check_generator",
+    "check_marginals_fit",
     "check_positive_int",
+    "check_records",
     "check_privacy_params",
     "check_run_inputs",
 ]
@@ -123,9 +131,7 @@ def check_privacy_params(epsilon: float, delta: float) -> None:
 NO_RNG: Any = object()
 
 
-def check_run_inputs(
-    data: Dataset | None, epsilon: float, delta: float, rng: Any = NO_RNG
-) -> None:
+def check_run_inputs(data: Dataset | None, epsilon: float, delta: float, rng: Any = NO_RNG) -> None:
     """The checks every mechanism makes before anything else (so no noise is drawn on bad
     input): privacy parameters, an explicit ``numpy.random.Generator`` (when ``rng`` is
     passed: :meth:`Mechanism.validate` called before a run has none yet), and (unless
@@ -137,6 +143,8 @@ def check_run_inputs(
         raise ValueError(f"data must be a non-empty Dataset, got {type(data).__name__}")
     if data is not None and len(data) == 0:
         raise ValueError("data must be a non-empty Dataset, got 0 records")
+    if data is not None:  # every mechanism tabulates the one-way marginals
+        check_marginals_fit(data.domain, [(a,) for a in data.domain.names], "one-way marginal")
 
 
 def check_positive_int(name: str, value: Any) -> int:
@@ -152,3 +160,90 @@ def check_conversion(conversion: Any) -> str:
     if conversion not in CONVERSIONS:
         raise ValueError(f"conversion must be one of {CONVERSIONS}, got {conversion!r}")
     return conversion
+
+
+def check_generator(generator: Any, *, allow_none: bool = True) -> Any:
+    """A generator object (:mod:`.generators`: ``PGMGenerator()``, ``GUMGenerator()``, …:
+    a ``generate(domain, marginals, rng, records=...)`` method), else ``ValueError``."""
+    if generator is None and allow_none:
+        return None
+    if isinstance(generator, str) or not callable(getattr(generator, "generate", None)):
+        raise ValueError(
+            f"generator must be a generator object such as PGMGenerator() or GUMGenerator() "
+            f"(margsynth.mechanisms.generators), got {generator!r}"
+        )
+    return generator
+
+
+#: The memory limit (MiB) a run's sizes are checked against before any noise: the
+#: synthetic records (``records x attributes`` 8-byte codes) and every marginal table a
+#: mechanism will allocate (``cells`` 8-byte floats). Sizes are decided before measuring.
+MEMORY_LIMIT_MB = 4096.0
+
+_MIB = float(2**20)
+
+
+def max_records(columns: int, limit_mb: float | None = None) -> int:
+    """The most synthetic records of ``columns`` attributes that fit in ``limit_mb`` MiB
+    (``None``: :data:`MEMORY_LIMIT_MB`)."""
+    limit_mb = MEMORY_LIMIT_MB if limit_mb is None else limit_mb
+    return int(limit_mb * _MIB // (8 * max(int(columns), 1)))
+
+
+def check_records(
+    records: Any, name: str = "synthetic_records", *, columns: int | None = None, limit_mb: float | None = None
+) -> int | None:
+    """``None`` (the generator's estimate) or a positive integer number of synthetic
+    records which, with ``columns`` attributes (when given), fits ``limit_mb`` MiB;
+    else ``ValueError`` naming ``name``, the value and what was expected."""
+    if records is None:
+        return None
+    if isinstance(records, bool) or not isinstance(records, (int, np.integer)) or records < 1:
+        raise ValueError(f"{name} must be a positive integer or None, got {records!r}")
+    limit_mb = MEMORY_LIMIT_MB if limit_mb is None else limit_mb
+    if columns is not None and records > max_records(columns, limit_mb):
+        mb = int(records) * 8 * int(columns) / _MIB
+        raise ValueError(
+            f"{name}={records!r}: {records:,} records x {columns} attributes need {mb:,.0f} MiB, more than the "
+            f"{limit_mb:,.0f} MiB memory limit; expected at most {max_records(columns, limit_mb):,}"
+        )
+    return int(records)
+
+
+def bounded_records(estimate: float, columns: int, limit_mb: float | None = None) -> tuple[int, dict[str, Any]]:
+    """The number of records a generator makes when none was asked for: its noisy
+    ``estimate`` rounded into ``[0, max_records(columns)]`` — the bound is decided before
+    any noise, from the memory limit. Returns ``(n, note)``; ``note`` (empty unless the
+    estimate fell outside the bound) is reported in the run's extras as
+    ``records_bounded``, so nothing is clipped silently."""
+    limit_mb = MEMORY_LIMIT_MB if limit_mb is None else limit_mb
+    hi = max_records(columns, limit_mb)
+    est = float(estimate)
+    if math.isfinite(est) and -0.5 < est < hi + 0.5:
+        return int(round(est)), {}
+    n = hi if est > 0 else 0
+    return n, {"records_bounded": {"estimate": est, "records": n, "bounds": [0, hi], "memory_limit_mb": limit_mb}}
+
+
+def check_marginals_fit(
+    domain: Domain, cliques: Iterable[Sequence[str]], what: str = "marginal", limit_mb: float | None = None
+) -> None:
+    """``ValueError`` naming the attributes and their sizes when the table of one of
+    ``cliques`` (``prod sizes`` 8-byte cells) cannot be allocated within ``limit_mb`` MiB."""
+    limit_mb = MEMORY_LIMIT_MB if limit_mb is None else limit_mb
+    for c in cliques:
+        c = tuple(c)
+        cells = math.prod(int(domain[a].size) for a in c)
+        if cells * 8 > limit_mb * _MIB:
+            sizes = ", ".join(f"{a}={domain[a].size:,}" for a in c)
+            raise ValueError(
+                f"domain too large: the {what} over {c} has {cells:,} cells ({cells * 8 / _MIB:,.0f} MiB), more than "
+                f"the {limit_mb:,.0f} MiB memory limit (attribute sizes {sizes}); expected smaller attributes"
+            )
+
+
+def largest(domain: Domain, k: int) -> tuple[str, ...]:
+    """The ``k`` attributes of ``domain`` with the most values: the largest ``k``-way
+    marginal a mechanism that measures (or scores) all of them will allocate."""
+    order = sorted(domain.names, key=lambda a: -domain[a].size)
+    return tuple(order[: max(0, min(k, len(order)))])

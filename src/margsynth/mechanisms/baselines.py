@@ -19,33 +19,50 @@ from typing import Any
 import numpy as np
 
 from ..dataset import Dataset
-from ..inference.pgm import estimate, estimation_summary
 from ..privacy import BudgetLedger, measure_marginals
-from .base import NO_RNG, SynthesisResult, check_conversion, check_positive_int, check_run_inputs
-from .compression import noisy_marginal_measurement
+from .base import (
+    NO_RNG,
+    SynthesisResult,
+    check_conversion,
+    check_generator,
+    check_positive_int,
+    check_records,
+    check_run_inputs,
+)
+from .generators import Generator, PGMGenerator
 
 __all__ = ["Independent"]
 
 
 @dataclass(frozen=True)
 class Independent:
-    """Independent one-way marginals (baseline). ``conversion`` as in :class:`~.mst.MST`."""
+    """Independent one-way marginals (baseline). ``conversion`` as in :class:`~.mst.MST`;
+    ``generator``: ``None`` is ``PGMGenerator(iters=iters)`` (:mod:`.generators`)."""
 
     conversion: str = "cks"
     iters: int = 1000
     synthetic_records: int | None = None
+    generator: Generator | None = None
 
     name = "independent"
 
     def __post_init__(self) -> None:
         check_conversion(self.conversion)
         check_positive_int("iters", self.iters)
+        check_records(self.synthetic_records)
+        check_generator(self.generator)
+
+    @property
+    def generator_(self) -> Generator:
+        """The generator GENERATE uses: ``generator``, or Private-PGM with ``iters``."""
+        return PGMGenerator(iters=self.iters) if self.generator is None else self.generator
 
     def validate(
         self, data: Dataset, epsilon: float, delta: float, *, rng: Any = NO_RNG, **_: object
     ) -> None:
         """Every check of :meth:`run`, before any noise (``ValueError`` on bad input)."""
         check_run_inputs(data, epsilon, delta, rng)
+        check_records(self.synthetic_records, columns=len(data.domain))
 
     def run(
         self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, **kw: object
@@ -58,10 +75,10 @@ class Independent:
         log = measure_marginals(
             data, [((a,), 1.0) for a in data.domain.names], sigma, rng, ledger=ledger, label="measure 1-way"
         )
-        # GENERATE: Private-PGM's independence model, Algorithms 7-8
-        model = estimate(data.domain, [noisy_marginal_measurement(m) for m in log], iters=self.iters)
-        synth = model.synthetic_data(self.synthetic_records, rng=rng)
+        # GENERATE: by default Private-PGM's independence model, Algorithms 7-8
+        out = self.generator_.generate(data.domain, log, rng, records=self.synthetic_records)
+        params = {**asdict(self), "generator": {"name": self.generator_.name, **asdict(self.generator_)}}
         return SynthesisResult.from_ledger(
-            synth, self.name, asdict(self), ledger, {"total": time.perf_counter() - t0},
-            {"rho": ledger.total, "sigma": sigma, "estimation": estimation_summary(model)},
+            out.synthetic, self.name, params, ledger, {"total": time.perf_counter() - t0},
+            {"rho": ledger.total, "sigma": sigma, **{k: v for k, v in out.extras.items() if k != "model"}},
         )  # fmt: skip

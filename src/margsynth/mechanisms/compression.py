@@ -41,15 +41,9 @@ import scipy.sparse as sp
 from ..dataset import Dataset
 from ..domain import Attribute, Domain
 from ..inference.pgm import Measurement
+from ..privacy import NoisyMarginal, NoisyMarginals
 
-__all__ = ["Compression", "compress_domain", "noisy_marginal_measurement"]
-
-
-def noisy_marginal_measurement(m) -> Measurement:
-    """A :class:`~margsynth.privacy.measure.NoisyMarginal` (Algorithm 1 log entry
-    ``(w_C I, ỹ, σ, C)``) as a Private-PGM :class:`Measurement` of ``M_C`` with
-    answers ``ỹ / w_C`` and noise scale ``σ / w_C`` (the same term of Eq. 4.1)."""
-    return Measurement(tuple(m.clique), None, m.estimate, m.std, name="/".join(m.clique))
+__all__ = ["Compression", "compress_domain"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -147,31 +141,38 @@ class Compression:
         return Dataset._trusted(codes, self.original, data.weights)
 
     # ------------------------------------------------------------------ measurements
-    def compress_measurement(self, m: Measurement) -> Measurement:
+    def compress_measurement(self, m: Measurement | NoisyMarginal) -> Measurement | NoisyMarginal:
         """Re-express a one-way identity measurement over the compressed domain (§5 Step 7):
-        kept cells as they are, merged cells summed into one row scaled by ``1/sqrt(m)``."""
+        kept cells as they are, merged cells summed into one row scaled by ``1/sqrt(m)``.
+        A :class:`~margsynth.privacy.NoisyMarginal` (answers ``μ̃ = ỹ / w``, scale ``σ / w``)
+        becomes one with that diagonal query; a Private-PGM ``Measurement`` likewise."""
+        noisy = isinstance(m, NoisyMarginal)
         if len(m.clique) != 1 or m.query is not None:
             raise ValueError("only one-way identity measurements can be re-expressed over a compressed attribute")
         a = m.clique[0]
         s = self.supports[a]
         if s.all():
             return m
+        values, scale = (m.estimate, m.std) if noisy else (m.y, m.sigma)
         k = int((~s).sum())
-        y = np.append(m.y[s], m.y[~s].sum() / math.sqrt(k))
+        y = np.append(values[s], values[~s].sum() / math.sqrt(k))
         q = np.ones(y.size)
         q[-1] = 1.0 / math.sqrt(k)
-        return Measurement((a,), sp.diags(q, format="csr"), y, m.sigma, name=m.name)
+        if noisy:
+            return NoisyMarginal(m.clique, y, scale, 1.0, query=sp.diags(q, format="csr"))
+        return Measurement((a,), sp.diags(q, format="csr"), y, scale, name=m.name)
 
 
 def compress_domain(
-    domain: Domain, one_way: Sequence[Measurement], threshold: float = 3.0
-) -> tuple[Compression, list[Measurement]]:
+    domain: Domain, one_way: Sequence[Measurement] | NoisyMarginals, threshold: float = 3.0
+) -> tuple[Compression, list[Measurement] | NoisyMarginals]:
     """Algorithm 4: keep value ``t`` of attribute ``i`` iff ``μ̃_t ≥ threshold · σ``.
 
-    ``one_way`` holds one identity :class:`Measurement` per attribute (answers
-    ``μ̃ = ỹ / w``, scale ``σ / w``; see :func:`noisy_marginal_measurement`);
-    attributes without one are kept whole. Returns the :class:`Compression` and the
-    measurements re-expressed over the compressed domain.
+    ``one_way`` holds one identity measurement per attribute: Algorithm 1's log
+    (:class:`~margsynth.privacy.NoisyMarginals`, answers ``μ̃ = ỹ / w``, scale ``σ / w``)
+    or Private-PGM :class:`Measurement` objects; attributes without one are kept whole.
+    Returns the :class:`Compression` and the measurements re-expressed over the
+    compressed domain (of the same kind as given).
     """
     thr = float(threshold)
     if not math.isfinite(thr) or thr < 0:
@@ -181,8 +182,10 @@ def compress_domain(
         if len(m.clique) != 1 or m.query is not None:
             raise ValueError(f"Algorithm 4 needs one-way identity measurements, got clique {m.clique}")
         a = m.clique[0]
-        if m.y.size != domain[a].size:
-            raise ValueError(f"measurement of {a!r} has {m.y.size} cells, attribute has {domain[a].size}")
-        supports[a] = m.y >= thr * m.sigma
+        values, scale = (m.estimate, m.std) if isinstance(m, NoisyMarginal) else (m.y, m.sigma)
+        if values.size != domain[a].size:
+            raise ValueError(f"measurement of {a!r} has {values.size} cells, attribute has {domain[a].size}")
+        supports[a] = values >= thr * scale
     comp = Compression(domain, supports)
-    return comp, [comp.compress_measurement(m) for m in one_way]
+    out = [comp.compress_measurement(m) for m in one_way]
+    return comp, NoisyMarginals(out) if isinstance(one_way, NoisyMarginals) else out

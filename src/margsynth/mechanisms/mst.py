@@ -19,14 +19,14 @@ The mechanism (the steps of Algorithm 2 without the census-specific ones):
 6. **GENERATE**: Private-PGM (Eq. 4.2) on both logs, synthetic records by
    Algorithms 7–8, then the compression reversed (§5 Step 8).
 
-   ``generator="gum"`` replaces step 6 by PrivSyn's generator (Zhang et al., USENIX
-   Security 2021): the noisy marginals of both logs (the one-way ones re-expressed over
-   the compressed domain, merged values summed) are made consistent by PrivSyn §4.3
-   (:func:`~margsynth.inference.consistency.make_consistent`, weights ∝ 1/(σ² g)), and
-   GUM (§5.2, :mod:`margsynth.inference.gum`) edits a random dataset until its marginals
-   match them; the compression is then reversed as above. Measurements, selection and
-   ledger are exactly those of the default (``"pgm"``) generator for the same ``rng``:
-   generation is post-processing.
+   ``generator=GUMGenerator()`` (registered as ``mst-gum``) replaces step 6 by PrivSyn's
+   generator (Zhang et al., USENIX Security 2021): the noisy marginals of both logs (the
+   one-way ones re-expressed over the compressed domain, merged values summed) are made
+   consistent by PrivSyn §4.3 (weights ∝ 1/(σ² g)), and GUM (§5.2,
+   :mod:`margsynth.inference.gum`) edits a random dataset until its marginals match them;
+   the compression is then reversed as above. Measurements, selection and ledger are
+   exactly those of the default (:class:`~.generators.PGMGenerator`) for the same
+   ``rng``: generation is post-processing (:mod:`.generators`).
 
 Every noisy step is charged to a :class:`~margsynth.privacy.BudgetLedger` before its noise
 is drawn; the result reports the (ε, δ) the ledger says was spent.
@@ -38,7 +38,7 @@ import itertools
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -46,18 +46,24 @@ from scipy.cluster.hierarchy import DisjointSet
 
 from ..dataset import Dataset
 from ..domain import Domain
-from ..inference.consistency import make_consistent
-from ..inference.gum import GUM
-from ..inference.pgm import GraphicalModel, Measurement, estimate, estimation_summary
-from ..privacy import BudgetLedger, exponential_mechanism, measure_marginals
+from ..inference.pgm import GraphicalModel, estimate
+from ..privacy import BudgetLedger, NoisyMarginals, exponential_mechanism, measure_marginals
 from ..privacy.accounting import exponential_epsilon
-from .base import NO_RNG, SynthesisResult, check_conversion, check_positive_int, check_run_inputs
-from .compression import Compression, compress_domain, noisy_marginal_measurement
+from .base import (
+    NO_RNG,
+    SynthesisResult,
+    check_conversion,
+    check_generator,
+    check_marginals_fit,
+    check_positive_int,
+    check_records,
+    check_run_inputs,
+    largest,
+)
+from .compression import Compression, compress_domain
+from .generators import Generator, PGMGenerator
 
-__all__ = ["GENERATORS", "MST", "check_cliques", "consistent_targets", "pair_errors", "private_kruskal"]
-
-#: Generators of MST's GENERATE step: Private-PGM (§4, the paper's) or PrivSyn's GUM.
-GENERATORS = ("pgm", "gum")
+__all__ = ["MST", "check_cliques", "pair_errors", "private_kruskal"]
 
 
 def check_cliques(domain: Domain, cliques: Sequence[Sequence[str]], what: str) -> tuple[tuple[str, ...], ...]:
@@ -71,46 +77,6 @@ def check_cliques(domain: Domain, cliques: Sequence[Sequence[str]], what: str) -
             raise ValueError(f"{what}[{i}] is empty")
         out.append(domain.check_attrs(c, f"{what}[{i}]"))
     return tuple(out)
-
-
-def _compress_counts(comp: Compression, attr: str, counts: np.ndarray) -> np.ndarray:
-    """A one-way count vector over the original values of ``attr`` re-expressed over the
-    compressed attribute (Algorithm 4): kept values as they are, merged values summed into ``∅``."""
-    s = comp.supports[attr]
-    if s.all():
-        return np.asarray(counts, dtype=np.float64)
-    return np.append(counts[s], counts[~s].sum())
-
-
-def consistent_targets(
-    domain: Domain, items: Sequence[tuple[Sequence[str], np.ndarray, float]], *, max_iterations: int = 100
-) -> tuple[list[tuple[tuple[str, ...], np.ndarray]], int]:
-    """Noisy marginals ``(clique, counts, per-cell variance)`` → consistent, non-negative
-    marginals (PrivSyn §4.3, :func:`~margsynth.inference.consistency.make_consistent`, weights
-    ``∝ 1/(v_i g_i)``). Repeated attribute sets are first merged by inverse-variance
-    averaging (axes in domain order). Returns ``([(clique, table)], passes)``."""
-    merged: dict[tuple[str, ...], list[float | np.ndarray]] = {}
-    for clique, counts, var in items:
-        c = tuple(clique)
-        can = domain.canonical(c)
-        tab = np.asarray(counts, dtype=np.float64).reshape(domain.project(c).shape)
-        if can != c:
-            tab = np.transpose(tab, [c.index(a) for a in can])
-        if can in merged:
-            t0, v0 = merged[can]
-            w0, w1 = 1.0 / v0, 1.0 / float(var)
-            merged[can] = [(w0 * t0 + w1 * tab) / (w0 + w1), 1.0 / (w0 + w1)]
-        else:
-            merged[can] = [tab, float(var)]
-    cliques = list(merged)
-    cons = make_consistent(
-        cliques,
-        [merged[c][0] for c in cliques],
-        domain,
-        variances=[merged[c][1] for c in cliques],
-        max_iterations=max_iterations,
-    )
-    return list(zip(cons.cliques, cons.marginals)), cons.iterations
 
 
 def pair_errors(data: Dataset, model: GraphicalModel, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
@@ -199,14 +165,13 @@ class MST:
     clique_weights:
         ``((clique, weight), ...)`` relative Algorithm 1 weights of step 6 (default 1).
     synthetic_records:
-        Number of synthetic records (default: the model's estimated total; with
-        ``generator="gum"``, the total of the consistent marginals).
+        Number of synthetic records (default: the generator's estimate — Private-PGM's
+        model total, or the total of GUM's consistent marginals).
     generator:
-        ``"pgm"`` (default, the paper's step 6: Private-PGM + Algorithms 7–8) or ``"gum"``
-        (PrivSyn §4.3 consistency + §5.2 GUM on the same noisy marginals; see the module
-        docstring). Same measurements and ledger either way.
-    gum:
-        GUM hyperparameters used when ``generator="gum"``.
+        The GENERATE step (:mod:`.generators`): ``None`` (default) is the paper's step 6,
+        ``PGMGenerator(iters=iters)`` (Private-PGM + Algorithms 7–8); e.g.
+        ``GUMGenerator()`` (PrivSyn §4.3 consistency + §5.2 GUM on the same noisy
+        marginals; module docstring). Same measurements and ledger either way.
     """
 
     oneway_share: float = 1 / 3
@@ -221,8 +186,7 @@ class MST:
     extra_cliques: tuple[tuple[str, ...], ...] = ()
     clique_weights: tuple[tuple[tuple[str, ...], float], ...] = ()
     synthetic_records: int | None = None
-    generator: str = "pgm"
-    gum: GUM = field(default_factory=GUM)
+    generator: Generator | None = None
 
     name = "mst"
 
@@ -235,16 +199,20 @@ class MST:
         for f in ("select_iters", "iters"):
             check_positive_int(f, getattr(self, f))
         check_conversion(self.conversion)
-        if self.generator not in GENERATORS:
-            raise ValueError(f"generator must be one of {GENERATORS}, got {self.generator!r}")
-        if not isinstance(self.gum, GUM):
-            raise ValueError(f"gum must be a GUM instance, got {type(self.gum).__name__}")
+        check_generator(self.generator)
+        check_records(self.synthetic_records)
         object.__setattr__(self, "initial_cliques", tuple(tuple(c) for c in self.initial_cliques))
         object.__setattr__(self, "extra_cliques", tuple(tuple(c) for c in self.extra_cliques))
         object.__setattr__(self, "clique_weights", tuple((tuple(c), float(w)) for c, w in self.clique_weights))
 
+    @property
+    def generator_(self) -> Generator:
+        """The generator GENERATE uses: ``generator``, or Private-PGM with ``iters``."""
+        return PGMGenerator(iters=self.iters) if self.generator is None else self.generator
+
     def parameters(self) -> dict:
         p = asdict(self)
+        p["generator"] = {"name": self.generator_.name, **asdict(self.generator_)}
         p["initial_cliques"] = [list(c) for c in self.initial_cliques]
         p["extra_cliques"] = [list(c) for c in self.extra_cliques]
         p["clique_weights"] = [[list(c), w] for c, w in self.clique_weights]
@@ -263,6 +231,9 @@ class MST:
                 raise ValueError(f"initial_cliques must be attribute pairs, got {c}")
         check_cliques(data.domain, self.extra_cliques, "extra_cliques")
         check_cliques(data.domain, [c for c, _ in self.clique_weights], "clique_weights")
+        # Algorithm 6 scores every pair; the extra cliques are measured
+        check_marginals_fit(data.domain, [largest(data.domain, 2), *self.extra_cliques], "marginal")
+        check_records(self.synthetic_records, columns=len(data.domain))
 
     def run(
         self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, **kw: object
@@ -281,9 +252,9 @@ class MST:
         # MEASURE one-way marginals (Algorithm 1) and compress the domain (Algorithm 4)
         names = data.domain.names
         log1 = measure_marginals(data, [((a,), 1.0) for a in names], sigma1, rng, ledger=ledger, label="measure 1-way")
-        one_way = [noisy_marginal_measurement(m) for m in log1]
+        one_way = log1
         if self.compress:
-            comp, one_way = compress_domain(data.domain, one_way, self.compress_threshold)
+            comp, one_way = compress_domain(data.domain, log1, self.compress_threshold)
         else:
             comp = Compression(data.domain, {a: np.ones(data.domain[a].size, bool) for a in names})
         cdata = comp.compress(data)
@@ -303,24 +274,17 @@ class MST:
         )
         times["measure_selected"] = time.perf_counter() - t2
 
-        if self.generator == "gum":
-            return self._finish_gum(comp, log1, log2, ledger, rng, times, t0, {
-                "rho": rho, "sigma_oneway": sigma1, "sigma_selected": sigma2, "selected": pairs, "cliques": cliques,
-            })  # fmt: skip
-
-        # GENERATE: Private-PGM, Algorithms 7-8, reverse Algorithm 4
+        # GENERATE (post-processing, :mod:`.generators`) over the compressed domain, then
+        # reverse Algorithm 4 (§5 Step 8)
         t3 = time.perf_counter()
-        measurements = one_way + [noisy_marginal_measurement(m) for m in log2]
-        model = estimate(comp.compressed, measurements, iters=self.iters)
-        times["estimate"] = time.perf_counter() - t3
-        t4 = time.perf_counter()
-        synth = model.synthetic_data(self.synthetic_records, rng=rng)
-        synth = comp.reverse(synth, rng)
-        times["generate"] = time.perf_counter() - t4
+        gen = self.generator_
+        out = gen.generate(comp.compressed, one_way + log2, rng, records=self.synthetic_records)
+        synth = comp.reverse(out.synthetic, rng)
+        times["generate"] = time.perf_counter() - t3
         times["total"] = time.perf_counter() - t0
         return SynthesisResult.from_ledger(
             synth,
-            self.name,
+            self.name if isinstance(gen, PGMGenerator) else f"{self.name}-{gen.name}",
             self.parameters(),
             ledger,
             times,
@@ -334,44 +298,7 @@ class MST:
                 "compression_map": comp,
                 "log_oneway": log1,
                 "log_selected": log2,
-                "model_stats": {k: v for k, v in model.stats.items() if k != "loss_history"},
-                "estimation": estimation_summary(model),
-            },
-        )
-
-    def _finish_gum(self, comp, log1, log2, ledger, rng, times, t0, extras) -> SynthesisResult:
-        """GENERATE with ``generator="gum"``: PrivSyn §4.3 consistency, then GUM (§5.2) over
-        the compressed domain, then Algorithm 4 reversed (§5 Step 8). Post-processing only."""
-        t3 = time.perf_counter()
-        cdom = comp.compressed
-        items = [(m.clique, _compress_counts(comp, m.clique[0], m.estimate), m.std**2) for m in log1]
-        items += [(m.clique, m.estimate, m.std**2) for m in log2]
-        targets, cons_iters = consistent_targets(cdom, items)
-        n = self.synthetic_records
-        if n is None:
-            n = max(int(round(float(np.mean([t.sum() for _, t in targets])))), 1)
-        times["consistency"] = time.perf_counter() - t3
-        t4 = time.perf_counter()
-        gen = self.gum.synthesize(cdom, targets, int(n), rng)
-        synth = comp.reverse(gen.synthetic, rng)
-        times["generate"] = time.perf_counter() - t4
-        times["total"] = time.perf_counter() - t0
-        return SynthesisResult.from_ledger(
-            synth,
-            "mst-gum",
-            self.parameters(),
-            ledger,
-            times,
-            {
-                **extras,
-                "compression": comp.summary(),
-                "compression_map": comp,
-                "log_oneway": log1,
-                "log_selected": log2,
-                "consistency_iterations": cons_iters,
-                "n_estimate": int(n),
-                "gum_trace": gen.trace,
-                "gum_converged": gen.converged,
+                **{k: v for k, v in out.extras.items() if k != "model"},
             },
         )
 
@@ -386,25 +313,24 @@ class MST:
         sigma1 = math.sqrt(1.0 / (2.0 * ledger.portion(self.oneway_share)))
         names = data.domain.names
         log1 = measure_marginals(data, [((a,), 1.0) for a in names], sigma1, rng, ledger=ledger, label="measure 1-way")
-        one_way = [noisy_marginal_measurement(m) for m in log1]
         comp, one_way = (
-            compress_domain(data.domain, one_way, self.compress_threshold)
+            compress_domain(data.domain, log1, self.compress_threshold)
             if self.compress
-            else (Compression(data.domain, {a: np.ones(data.domain[a].size, bool) for a in names}), one_way)
+            else (Compression(data.domain, {a: np.ones(data.domain[a].size, bool) for a in names}), log1)
         )
         return self.select(comp.compress(data), one_way, ledger.portion(self.select_share), rng, ledger)
 
     def select(
         self,
         cdata: Dataset,
-        one_way: Sequence[Measurement],
+        one_way: NoisyMarginals,
         rho: float,
         rng: np.random.Generator,
         ledger: BudgetLedger,
     ) -> list[tuple[str, str]]:
         """Algorithm 6 on the (compressed) data: independence model from the one-way log,
         L1 pair errors, private Kruskal around ``initial_cliques``."""
-        model = estimate(cdata.domain, one_way, iters=self.select_iters)
+        model = estimate(cdata.domain, one_way.measurements(), iters=self.select_iters)
         names = cdata.domain.names
         candidates = list(itertools.combinations(names, 2))
         scores = pair_errors(cdata, model, candidates)

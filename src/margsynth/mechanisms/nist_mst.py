@@ -32,9 +32,10 @@ income>50K on adult) gives the three forced pairs and the forced triple.
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 import networkx as nx
@@ -43,9 +44,18 @@ import numpy as np
 from ..dataset import Dataset
 from ..domain import Domain
 from ..privacy import BudgetLedger, measure_marginals
-from ..privacy.accounting import eq51_sigma
-from .base import NO_RNG, SynthesisResult, check_run_inputs
-from .compression import Compression, compress_domain, noisy_marginal_measurement
+from .base import (
+    NO_RNG,
+    SynthesisResult,
+    check_generator,
+    check_marginals_fit,
+    check_positive_int,
+    check_records,
+    check_run_inputs,
+    largest,
+)
+from .compression import Compression, compress_domain
+from .generators import Generator, PGMGenerator
 from .mst import check_cliques
 from .nist_mst_census import IncwageValuehTransform, digits_class  # re-exported (census transform, own module)
 
@@ -197,6 +207,8 @@ class NISTMST:
         Algorithm 4's 3 (σ units).
     iters:
         Private-PGM iterations.
+    generator:
+        The GENERATE step (:mod:`.generators`); ``None``: ``PGMGenerator(iters=iters)`` (step 7).
     memory_limit_mb:
         Refuse (``ModelTooLargeError``, a ``ValueError``) *before* the second round of noise
         when the selected cliques' junction tree would need more (``None``: no limit).
@@ -214,8 +226,19 @@ class NISTMST:
     iters: int = 5000
     synthetic_records: int | None = None
     memory_limit_mb: float | None = 4096.0
+    generator: Generator | None = None
 
     name = "nist-mst"
+
+    def __post_init__(self) -> None:
+        check_positive_int("iters", self.iters)
+        check_records(self.synthetic_records)
+        check_generator(self.generator)
+
+    @property
+    def generator_(self) -> Generator:
+        """The generator GENERATE uses: ``generator``, or Private-PGM with ``iters``."""
+        return PGMGenerator(iters=self.iters) if self.generator is None else self.generator
 
     def parameters(self) -> dict:
         return {
@@ -231,6 +254,7 @@ class NISTMST:
             "iters": self.iters,
             "synthetic_records": self.synthetic_records,
             "memory_limit_mb": self.memory_limit_mb,
+            "generator": {"name": self.generator_.name, **asdict(self.generator_)},
         }
 
     def _designated(self, domain: Domain) -> tuple[str, ...]:
@@ -242,6 +266,16 @@ class NISTMST:
             except ValueError:
                 return ()
         return tuple(self.designated)
+
+    @staticmethod
+    def calibrate(epsilon: float, delta: float) -> tuple[BudgetLedger, float]:
+        """Step 1: the zCDP ledger of (ε, δ) (Prop. 4) and Eq. 5.1's
+        ``σ = (sqrt(log 1/δ) + sqrt(log 1/δ + ε)) / ε``, which is ``1/sqrt(ρ)`` for Prop. 4's
+        largest ρ (Theorem 2) — computed as ``1/sqrt(ledger.total)`` so that it carries the
+        ledger's calibration margin and the two rounds never spend more than (ε, δ)
+        (:func:`~margsynth.privacy.accounting.eq51_sigma` is the formula without it)."""
+        ledger = BudgetLedger.from_dp(epsilon, delta, conversion="prop4")
+        return ledger, math.sqrt(1.0 / ledger.total)
 
     def validate(
         self,
@@ -257,8 +291,8 @@ class NISTMST:
         attributes, weights, and that Eq. 5.1's two rounds fit the budget — before any noise.
         Returns the transformed domain."""
         check_run_inputs(data, epsilon, delta, rng)
-        sigma = eq51_sigma(epsilon, delta)
-        if not BudgetLedger.from_dp(epsilon, delta, conversion="prop4").can_afford(1.0 / sigma**2):
+        ledger, sigma = self.calibrate(epsilon, delta)
+        if not (math.isfinite(sigma) and ledger.can_afford(1.0 / sigma**2)):
             # Theorem 2: both rounds must fit before any noise
             raise ValueError(f"Eq. 5.1 sigma={sigma!r} does not fit the (epsilon, delta)=({epsilon!r}, {delta!r}) budget")
         if public is None:
@@ -279,6 +313,9 @@ class NISTMST:
         if des:
             check_cliques(dom, [des], "designated")
         check_cliques(dom, [(a,) for a, _ in self.oneway_weights], "oneway_weights")
+        # Algorithm 5 scores every pair (mutual information) and measures the designated triple
+        check_marginals_fit(dom, [largest(dom, 2), *([des] if des else [])], "marginal")
+        check_records(self.synthetic_records, columns=len(data.domain))
         return dom
 
     def run(
@@ -294,10 +331,9 @@ class NISTMST:
         self.validate(data, epsilon, delta, public=public, rng=rng, **kw)
         times: dict[str, float] = {}
         t0 = time.perf_counter()
-        # (1) calibrate: Eq. 5.1; the ledger holds rho = 1/sigma^2 (Prop. 4 exactly at (eps, delta)),
-        # spent in two equal rounds (one-way, selected) of 1/(2 sigma^2) each
-        sigma = eq51_sigma(epsilon, delta)
-        ledger = BudgetLedger.from_dp(epsilon, delta, conversion="prop4")
+        # (1) calibrate: Eq. 5.1; the ledger holds rho = 1/sigma^2, spent in two equal rounds
+        # (one-way, selected) of 1/(2 sigma^2) each
+        ledger, sigma = self.calibrate(epsilon, delta)
         # (2) encode the domain from public information
         if self.encode_from_public:
             enc = Compression(data.domain, {a: public.marginal((a,)) > 0 for a in data.domain.names})
@@ -317,9 +353,9 @@ class NISTMST:
             ledger=ledger,
             label="measure 1-way",
         )
-        one_way = [noisy_marginal_measurement(m) for m in log1]
+        one_way = log1
         if self.compress:
-            comp, one_way = compress_domain(priv.domain, one_way, self.compress_threshold)
+            comp, one_way = compress_domain(priv.domain, log1, self.compress_threshold)
         else:
             comp = Compression(priv.domain, {a: np.ones(priv.domain[a].size, bool) for a in priv.domain.names})
         cpriv, cpub = comp.compress(priv), comp.compress(pub)
@@ -354,14 +390,10 @@ class NISTMST:
             cpriv, list(zip(cliques, weights)), sigma, rng, ledger=ledger, label="measure selected"
         )
         times["measure_selected"] = time.perf_counter() - t2
-        # (7) synthesize with Private-PGM (Eq. 4.2; Algorithms 7-8)
-        t3 = time.perf_counter()
-        from ..inference.pgm import estimate, estimation_summary
-
-        model = estimate(comp.compressed, one_way + [noisy_marginal_measurement(m) for m in log2], iters=self.iters)
-        times["estimate"] = time.perf_counter() - t3
+        # (7) GENERATE: by default Private-PGM (Eq. 4.2) and Algorithms 7-8
         t4 = time.perf_counter()
-        synth = model.synthetic_data(self.synthetic_records, rng=rng)
+        out = self.generator_.generate(comp.compressed, one_way + log2, rng, records=self.synthetic_records)
+        synth = out.synthetic
         # (8) reverse: compression, transforms (Algorithm 9), encoding
         synth = comp.reverse(synth, rng)
         doms = [enc.compressed]
@@ -389,6 +421,6 @@ class NISTMST:
                 "compression_map": comp,
                 "log_oneway": log1,
                 "log_selected": log2,
-                "estimation": estimation_summary(model),
+                **{k: v for k, v in out.extras.items() if k != "model"},
             },
         )

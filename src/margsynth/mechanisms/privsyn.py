@@ -34,14 +34,15 @@ GENERATE
        weights ``∝ ρ_i / g_i``; the number of records is the consistent total.
     6. GUM (§5; :mod:`margsynth.inference.gum`).
 
-    ``generator="pgm"`` (registered as ``privsyn-pgm``) keeps steps 1–4 and replaces
-    5–6 by Private-PGM (McKenna, Sheldon & Miklau, ICML 2019; Eq. 4.1–4.2 of the
-    NIST-MST/MST paper) estimated from the *same raw noisy marginals* (each with its own
-    σ_i; Private-PGM's maximum-likelihood estimate is its own consistency step), and
-    records sampled by Algorithms 7–8 (``model.synthetic_data``), ``n_estimate`` of
-    them. This is the "graphical model" generator PrivSyn §5 argues against for dense
-    marginal sets: when the selected cliques triangulate into a junction tree larger
-    than ``pgm_memory_limit_mb`` the run stops with
+    ``generator=PGMGenerator(iters=1000, memory_limit_mb=1024)`` (registered as
+    ``privsyn-pgm``; :mod:`.generators`) keeps steps 1–4 and replaces 5–6 by Private-PGM
+    (McKenna, Sheldon & Miklau, ICML 2019; Eq. 4.1–4.2 of the NIST-MST/MST paper)
+    estimated from the *same raw noisy marginals* (each with its own σ_i; Private-PGM's
+    maximum-likelihood estimate is its own consistency step), and records sampled by
+    Algorithms 7–8 (``model.synthetic_data``), ``n_estimate`` of them. This is the
+    "graphical model" generator PrivSyn §5 argues against for dense marginal sets: when
+    the selected cliques triangulate into a junction tree larger than the generator's
+    ``memory_limit_mb`` the run stops with
     :class:`~margsynth.inference.pgm.ModelTooLargeError` (a ``ValueError``).
 
 **Per-person contribution bounding.** Differential privacy here protects a
@@ -73,14 +74,22 @@ import pandas as pd
 from ..dataset import Dataset
 from ..domain import Domain
 from ..inference.consistency import make_consistent
-from ..inference.gum import GUM
-from ..inference.pgm import Measurement, ModelTooLargeError, estimate, estimation_summary, junction_tree_size
-from ..privacy import BudgetLedger, NoisyMarginal, gaussian_mechanism
+from ..privacy import BudgetLedger, NoisyMarginal, NoisyMarginals, gaussian_mechanism
 from ..privacy.accounting import gaussian_sigma
-from .base import NO_RNG, SynthesisResult, check_conversion, check_run_inputs
+from .base import (
+    NO_RNG,
+    SynthesisResult,
+    bounded_records,
+    check_conversion,
+    check_generator,
+    check_marginals_fit,
+    check_records,
+    check_run_inputs,
+    largest,
+)
+from .generators import Generator, GUMGenerator
 
 __all__ = [
-    "GENERATORS",
     "INDIF_SENSITIVITY",
     "PrivSyn",
     "PrivSynMeasurement",
@@ -98,8 +107,6 @@ __all__ = [
 #: L2 (= absolute) sensitivity of one pair's InDif to one record (docs/notes/privsyn.md).
 INDIF_SENSITIVITY = 4.0
 _ONE_WAY = ("uncovered", "all", "none")
-#: PrivSyn's generators: GUM (§5.2, the paper's) or Private-PGM on the same marginals.
-GENERATORS = ("gum", "pgm")
 
 
 # ----------------------------------------------------------------------------- InDif
@@ -337,7 +344,7 @@ def measure_with_budgets(
     *,
     sensitivity: float = 1.0,
     label: str = "privsyn marginal",
-) -> list[NoisyMarginal]:
+) -> NoisyMarginals:
     """Measure each marginal with the Gaussian mechanism, ``σ_i = Δ/sqrt(2ρ_i)`` (ρ_i-zCDP,
     NIST-MST paper Prop. 1), charging the ledger before each draw.
 
@@ -362,7 +369,7 @@ def measure_with_budgets(
         m = data.marginal(c, flatten=True).astype(np.float64)
         y = gaussian_mechanism(m, sigma=sigma, l2_sensitivity=sensitivity, rng=rng, ledger=ledger, label=f"{label} {'×'.join(c)}")
         out.append(NoisyMarginal(clique=c, y=y, sigma=sigma, weight=1.0))
-    return out
+    return NoisyMarginals(out)
 
 
 @dataclass
@@ -382,12 +389,13 @@ class PrivSynMeasurement:
     selected_pairs: list[tuple[str, str]]
     cliques: list[tuple[str, ...]]
     rhos: np.ndarray
-    noisy: list[NoisyMarginal]
+    noisy: NoisyMarginals
     consistent: list[tuple[tuple[str, ...], np.ndarray]]
     n_estimate: int
     ledger: BudgetLedger
     consistency_iterations: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
+    records_note: dict[str, Any] = field(default_factory=dict)
 
     def budget_table(self) -> pd.DataFrame:
         """Budget per measured marginal: clique, cells, ρ_i, σ_i."""
@@ -431,18 +439,16 @@ class PrivSyn:
         ``"project"`` (§4.3's minimal-L2 projection, docs/notes/privsyn.md; default) or ``"cut"``
         (zero the smallest cells, as the authors' public code finishes); see
         :func:`~margsynth.inference.consistency.make_consistent`.
-    gum:
-        The GUM generator's hyperparameters.
     conversion:
         zCDP → (ε, δ) conversion for the budget (``"prop4"`` or ``"cks"``).
     generator:
-        ``"gum"`` (§5.2, default) or ``"pgm"``: Private-PGM fitted to the same noisy
-        marginals, records by Algorithms 7–8 of the NIST-MST/MST paper (module docstring).
-    pgm_iters:
-        Private-PGM iterations (``generator="pgm"``).
-    pgm_memory_limit_mb:
-        Largest junction tree (MiB of float64 clique tables) Private-PGM may build; a
-        denser selection raises :class:`~margsynth.inference.pgm.ModelTooLargeError`.
+        The GENERATE step (:mod:`.generators`): ``GUMGenerator()`` (§5.2, default; it
+        takes the §4.3 consistent marginals above as they are, so its own consistency
+        fields are unused here) or e.g. ``PGMGenerator(iters=1000, memory_limit_mb=1024)``
+        (module docstring).
+    synthetic_records:
+        Number of synthetic records (default ``None``: ``n_estimate``, the total of the
+        consistent marginals).
     """
 
     indif_fraction: float = 0.1
@@ -452,11 +458,9 @@ class PrivSyn:
     one_way: str = "all"
     consistency_iterations: int = 100
     nonnegativity: str = "project"
-    gum: GUM = field(default_factory=GUM)
     conversion: str = "prop4"
-    generator: str = "gum"
-    pgm_iters: int = 1000
-    pgm_memory_limit_mb: float = 1024.0
+    generator: Generator = field(default_factory=GUMGenerator)
+    synthetic_records: int | None = None
 
     def __post_init__(self) -> None:
         f = self.indif_fraction
@@ -482,16 +486,8 @@ class PrivSyn:
         check_conversion(self.conversion)
         if self.nonnegativity not in ("project", "cut"):
             raise ValueError(f"nonnegativity must be 'project' or 'cut', got {self.nonnegativity!r}")
-        if not isinstance(self.gum, GUM):
-            raise ValueError(f"gum must be a GUM instance, got {type(self.gum).__name__}")
-        if self.generator not in GENERATORS:
-            raise ValueError(f"generator must be one of {GENERATORS}, got {self.generator!r}")
-        it = self.pgm_iters
-        if isinstance(it, bool) or not isinstance(it, int) or it < 1:
-            raise ValueError(f"pgm_iters must be a positive integer, got {it!r}")
-        mb = self.pgm_memory_limit_mb
-        if isinstance(mb, bool) or not isinstance(mb, (int, float)) or not np.isfinite(mb) or mb <= 0:
-            raise ValueError(f"pgm_memory_limit_mb must be a finite number > 0, got {mb!r}")
+        check_generator(self.generator, allow_none=False)
+        check_records(self.synthetic_records)
 
     # ------------------------------------------------------------------ validate
     def validate(
@@ -510,6 +506,8 @@ class PrivSyn:
             raise ValueError("PrivSyn takes unweighted records (one per row)")
         if person_ids is not None and np.shape(person_ids) != (len(data),):
             raise ValueError(f"person_ids has shape {np.shape(person_ids)}, expected ({len(data)},)")
+        check_marginals_fit(data.domain, [largest(data.domain, 2)], "pair marginal (InDif scores every pair)")
+        check_records(self.synthetic_records, columns=len(data.domain))
 
     # ------------------------------------------------------------------ SELECT + MEASURE
     def measure(
@@ -591,7 +589,9 @@ class PrivSyn:
             max_iterations=self.consistency_iterations,
             nonnegativity=self.nonnegativity,
         )
-        n_est = max(int(round(float(np.mean([t.sum() for t in cons.marginals])))), 1)
+        # the consistent total, within the bound decided before any noise (reported if outside)
+        n_est, note = bounded_records(float(np.mean([t.sum() for t in cons.marginals])), len(domain))
+        n_est = max(n_est, 1)
         seconds["consistency"] = time.perf_counter() - t0
         return PrivSynMeasurement(
             pairs=pairs,
@@ -606,6 +606,7 @@ class PrivSyn:
             ledger=ledger,
             consistency_iterations=cons.iterations,
             seconds=seconds,
+            records_note=note,
         )
 
     # ------------------------------------------------------------------ full run
@@ -624,34 +625,28 @@ class PrivSyn:
         ``extras`` holds the selection trace (``selection``: DataFrame of
         ``step, chosen, error``), ``selected_pairs``, ``cliques``, the per-marginal
         budget table (``budget``), ``n_estimate``, the GUM convergence trace
-        (``gum_trace``; ``None`` with ``generator="pgm"``, which reports
+        (``gum_trace``; ``None`` with a ``PGMGenerator``, which reports
         ``model_stats`` and ``junction_tree_mb`` instead) and the
         :class:`PrivSynMeasurement` (``measurement``).
         """
         self.validate(data, epsilon, delta, rng=rng, person_ids=person_ids, **kw)
         meas = self.measure(data, epsilon, delta, rng, person_ids=person_ids)
+        # GENERATE (post-processing, :mod:`.generators`): GUM takes the §4.3 consistent
+        # marginals as they are, Private-PGM the raw noisy ones; n_estimate records
         t0 = time.perf_counter()
-        extras: dict[str, Any] = {}
-        if self.generator == "gum":
-            gen = self.gum.synthesize(data.domain, meas.consistent, meas.n_estimate, rng)
-            synthetic = gen.synthetic
-            extras.update(gum_trace=gen.trace, gum_converged=gen.converged)
-        else:
-            model, mb = self._fit_pgm(data.domain, meas)
-            synthetic = model.synthetic_data(meas.n_estimate, rng=rng)
-            extras.update(
-                gum_trace=None,
-                gum_converged=None,
-                junction_tree_mb=mb,
-                model_stats={k: v for k, v in model.stats.items() if k != "loss_history"},
-                estimation=estimation_summary(model),
-            )
+        out = self.generator.generate(
+            data.domain, meas.noisy, rng, records=self.synthetic_records or meas.n_estimate,
+            consistent=(meas.consistent, meas.consistency_iterations), sep="×",
+        )  # fmt: skip
+        synthetic = out.synthetic
+        extras: dict[str, Any] = {"gum_trace": None, "gum_converged": None}
+        extras.update({k: v for k, v in out.extras.items() if k not in ("model", "n_estimate", "consistency_iterations")})
         seconds = dict(meas.seconds)
         seconds["generate"] = time.perf_counter() - t0
         return SynthesisResult.from_ledger(
             synthetic,
-            "privsyn" if self.generator == "gum" else "privsyn-pgm",
-            asdict(self),
+            "privsyn" if isinstance(self.generator, GUMGenerator) else f"privsyn-{self.generator.name}",
+            {**asdict(self), "generator": {"name": self.generator.name, **asdict(self.generator)}},
             meas.ledger,
             seconds,
             {
@@ -662,23 +657,7 @@ class PrivSyn:
                 "n_estimate": meas.n_estimate,
                 **extras,
                 "consistency_iterations": meas.consistency_iterations,
+                **meas.records_note,
                 "measurement": meas,
             },
         )
-
-    def _fit_pgm(self, domain: Domain, meas: PrivSynMeasurement):
-        """Private-PGM (Eq. 4.2 of the NIST-MST/MST paper) on the raw noisy marginals, each
-        an identity measurement with its own ``σ_i / w`` (post-processing). Refuses, before
-        any allocation, a junction tree over ``pgm_memory_limit_mb``."""
-        cells, mb = junction_tree_size(domain, meas.cliques)
-        if mb > self.pgm_memory_limit_mb:
-            err = ModelTooLargeError(
-                f"PrivSyn-PGM: the {len(meas.cliques)} selected marginals triangulate into a junction tree of "
-                f"{mb:,.1f} MiB ({cells:,} cells) > pgm_memory_limit_mb={self.pgm_memory_limit_mb:,.1f}; "
-                "the graph is too dense for Private-PGM (PrivSyn §5) -- use generator='gum' or raise the limit"
-            )
-            err.size_mb, err.cells, err.cliques = mb, cells, list(meas.cliques)  # for callers that tabulate it
-            raise err
-        measurements = [Measurement(m.clique, None, m.estimate, m.std, name="×".join(m.clique)) for m in meas.noisy]
-        model = estimate(domain, measurements, iters=self.pgm_iters, memory_limit_mb=self.pgm_memory_limit_mb)
-        return model, mb

@@ -8,20 +8,27 @@ imported on first use, so registering a mechanism costs nothing (and PrivPGD's
 torch is imported only when PrivPGD runs). Another mechanism plugs in with one
 line, e.g.::
 
-    register("privpgd", "margsynth.inference.privpgd:PrivPGD.preset")
+    register("privpgd", "margsynth.mechanisms.privpgd:PrivPGD.preset")
     register("privsyn", "margsynth.mechanisms.privsyn:PrivSyn")
 
-A preset is a name bound to a factory plus keyword arguments (e.g. ``mst-prop4``).
+A preset is a name bound to a factory plus keyword arguments (e.g. ``mst-prop4``, or
+``mst-gum``: MST with ``generator=GUMGenerator()``). An override that names no field of
+the mechanism but a field of its generator object (e.g. ``iters`` of ``privsyn-pgm``'s
+``PGMGenerator``, ``max_rounds`` of ``mst-gum``'s ``GUMGenerator``) sets that field of
+the generator, so ``margsynth synth NAME -p KEY=VALUE`` reaches both.
 Mechanisms that need a public dataset (``nist-mst``) declare ``needs_public=True``;
 ``run`` keyword arguments (``public=...``) are passed through by the CLI.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from .generators import GUMGenerator, PGMGenerator
 
 __all__ = ["MechanismSpec", "available", "create", "register", "spec"]
 
@@ -92,10 +99,33 @@ def create(name: str, **overrides: Any):
     """A mechanism instance for ``name`` (preset keyword arguments, then ``overrides``)."""
     s = spec(name)
     factory = s.resolve()
+    kwargs = _route_generator_fields(factory, {**s.kwargs, **overrides})
     try:
-        return factory(**{**s.kwargs, **overrides})
+        return factory(**kwargs)
     except TypeError as exc:
         raise ValueError(f"mechanism {name!r}: bad parameters {sorted(overrides)} ({exc})") from exc
+
+
+def _route_generator_fields(factory: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Move the keyword arguments that name no field of the mechanism dataclass
+    ``factory`` but a field of its ``generator`` object into that object."""
+    if not (isinstance(factory, type) and dataclasses.is_dataclass(factory)):
+        return kwargs
+    fields = {f.name: f for f in dataclasses.fields(factory)}
+    gen = kwargs.get("generator")
+    if "generator" not in kwargs and "generator" in fields:  # the mechanism's default generator
+        f = fields["generator"]
+        gen = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+    if not dataclasses.is_dataclass(gen) or isinstance(gen, type):
+        return kwargs
+    own = set(fields)
+    theirs = {f.name for f in dataclasses.fields(gen)}
+    moved = {k: v for k, v in kwargs.items() if k not in own and k in theirs}
+    if not moved:
+        return kwargs
+    rest = {k: v for k, v in kwargs.items() if k not in moved}
+    rest["generator"] = dataclasses.replace(gen, **moved)
+    return rest
 
 
 # --------------------------------------------------------------------------- built-ins
@@ -136,17 +166,17 @@ register(
 register(
     "mst-gum",
     "margsynth.mechanisms.mst:MST",
-    generator="gum",
+    generator=GUMGenerator(),
     description="MST's selection and measurements, synthetic data from PrivSyn's GUM (§5.2) on its consistent marginals",
 )
 register(
     "privsyn-pgm",
     "margsynth.mechanisms.privsyn:PrivSyn",
-    generator="pgm",
+    generator=PGMGenerator(iters=1000, memory_limit_mb=1024.0),
     description="PrivSyn's selection and measurements (Algorithms 1-2, Eq. 1), synthetic data from Private-PGM",
 )
 register(
     "privpgd",
-    "margsynth.inference.privpgd:PrivPGD.preset",
+    "margsynth.mechanisms.privpgd:PrivPGD.preset",
     description="PrivPGD (Donhauser et al. 2024): particle gradient descent on sliced Wasserstein (--preset default|fast)",
 )

@@ -1,5 +1,7 @@
 """metrics."""
 
+import importlib
+
 # -- MGD / AEMC, exported lazily: they load OR-Tools and CVXPY on first use --
 _LAZY = {
     "mgd": "margsynth.metrics.mgd", "mgd_report": "margsynth.metrics.mgd", "MGDResult": "margsynth.metrics.mgd",
@@ -13,7 +15,5 @@ _LAZY = {
 
 def __getattr__(name):
     if name in _LAZY:
-        import importlib
-
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'margsynth.metrics' has no attribute {name!r}")

@@ -126,7 +126,7 @@ def downstream_error(
     subsamples the training set (with ``rng``) for speed. A synthetic training set with
     a single target class predicts that class.
     """
-    from sklearn.ensemble import GradientBoostingClassifier, GradientBoostingRegressor
+    from sklearn.ensemble import GradientBoostingClassifier, GradientBoostingRegressor  # heavy import, this metric only
 
     rng = _check_rng(rng)
     test = real if test is None else test

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from tqdm.auto import tqdm
 
 from ..dataset import Dataset
 from ..domain import Domain
@@ -98,8 +99,6 @@ def mgd(truth, synthetic, specs: Sequence[MarginalSpec], *, domain: Domain | Non
     results = []
     it = specs
     if progress:
-        from tqdm.auto import tqdm
-
         it = tqdm(specs, desc="MGD marginals", leave=False)
     for spec in it:
         if not isinstance(spec, MarginalSpec):

@@ -4,21 +4,21 @@ Every metric has the signature ``f(real: Dataset, synth: Dataset, *, rng) -> flo
 (``rng`` a ``numpy.random.Generator``; deterministic metrics ignore it), both datasets
 over the same domain, lower is better. Names are stable — users script against them:
 
-============================  ====================================================================
-``tv-1way``                   mean total-variation distance over all 1-way marginals
-``tv-2way``                   mean TV over all 2-way marginals
-``tv-3way``                   mean TV over all 3-way marginals
-``nist-3way``                 NIST 2018 criterion 1: mean TV over 100 random 3-way marginals
-``nist-conjunctions``         NIST 2018 criterion 2 as the challenge scored it: 300 random
-                              high-order-conjunction test cases, ``min(1, Δ / ln 1000)``
-``nist-income-inequality``    NIST 2018 criterion 3: per-city Gini indices of income and the
-                              cities' gender-pay-gap ranking, roles (sex, city, income) from
-                              :func:`designated_triple`
-``nist-target``               our stand-in for criterion 3: TV of the income distribution within
-                              every (sex, city) group of :func:`designated_triple`
-============================  ====================================================================
+==========================  ===============================================================
+``tv-1way``                 mean total-variation distance over all 1-way marginals
+``tv-2way``                 mean TV over all 2-way marginals
+``tv-3way``                 mean TV over all 3-way marginals
+``nist-3way``               NIST 2018 criterion 1: mean TV over 100 random 3-way marginals
+``nist-conjunctions``       NIST 2018 criterion 2 as the challenge scored it: 300 random
+                            high-order-conjunction test cases, ``min(1, Δ / ln 1000)``
+``nist-income-inequality``  NIST 2018 criterion 3: per-city Gini indices of income and the
+                            cities' gender-pay-gap ranking, roles (sex, city, income) from
+                            :func:`designated_triple` (not in :data:`DEFAULT_METRICS`)
+``nist-target``             our stand-in for criterion 3: TV of the income distribution
+                            within every (sex, city) group of :func:`designated_triple`
+==========================  ===============================================================
 
-(TV of two count tables = ``½ Σ |p − q|`` after normalising each to sum 1; NIST criteria
+(TV: :func:`margsynth.metrics.marginal.tv_distance`, defined there; NIST criteria
 from :mod:`margsynth.metrics.nist2018`; how we score them: docs/notes/nist2018.md.)
 
 Other modules add theirs: ``margsynth.metrics.evaluation.EVALUATION_METRICS`` (same
@@ -30,6 +30,7 @@ the same number). :func:`register_metric` adds one more.
 
 from __future__ import annotations
 
+import importlib
 import itertools
 from collections.abc import Callable, Sequence
 
@@ -165,7 +166,6 @@ def _merge_plugins() -> None:
     if _merged:
         return
     _merged = True
-    import importlib
 
     try:
         evaluation = importlib.import_module(f"{__package__}.evaluation")

@@ -7,7 +7,8 @@
 - :mod:`.mechanisms` — Gaussian/Laplace noise, exponential mechanism,
   report-noisy-max, permute-and-flip; all take an explicit ``numpy.random.Generator``.
 - :mod:`.measure` — Algorithm 1 ("Measure Marginals"), :func:`measure_marginals`, and its
-  log of :class:`NoisyMarginal` (the function is not re-exported as ``measure`` so that
+  log :class:`NoisyMarginals` of :class:`NoisyMarginal` — the one type for a set of noisy
+  marginals, which every generator consumes (the function is not re-exported as ``measure`` so that
   ``margsynth.privacy.measure`` remains the module).
 
 Seeded DP noise is for reproducing papers, not for production releases.
@@ -41,7 +42,7 @@ from .accounting import (
     zcdp_to_dp,
 )
 from .ledger import KINDS, BudgetLedger, Charge
-from .measure import NoisyMarginal, measure_marginals, normalise_weights
+from .measure import NoisyMarginal, NoisyMarginals, measure_marginals, normalise_weights
 from .mechanisms import (
     exponential_mechanism,
     gaussian_mechanism,
@@ -57,6 +58,7 @@ __all__ = [
     "Charge",
     "calibrate_gaussian_sigma",
     "NoisyMarginal",
+    "NoisyMarginals",
     "compose_gdp",
     "compose_rdp",
     "compose_zcdp",

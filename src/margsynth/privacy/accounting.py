@@ -40,7 +40,7 @@ scalars; nothing here draws randomness.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 from scipy.optimize import brentq
@@ -326,7 +326,25 @@ def zcdp_to_dp(rho: float, delta: float, *, conversion: str = "prop4") -> float:
     lo = 1e-300
     if _cks_log_delta(r, lo) <= target:
         return 0.0
-    return brentq(lambda e: _cks_log_delta(r, e) - target, lo, hi, xtol=1e-15, rtol=1e-15, maxiter=500)
+    e = brentq(lambda e: _cks_log_delta(r, e) - target, lo, hi, xtol=1e-300, rtol=1e-15, maxiter=500)
+    # report a certified bound: the root moved up to a float that passes the very test
+    # zcdp_rho calibrates with, so a spend never reads as more (or less) private than it is
+    return _snap_up(e, lambda x: math.exp(_cks_log_delta(r, x)) <= d)
+
+
+def _snap_up(x: float, ok: Callable[[float], bool]) -> float:
+    """A float at or above ``x`` that satisfies the monotone test ``ok`` (steps of one
+    ulp, doubling after each failure, so at most about 60 evaluations): turns a root
+    found to a tolerance into a bound that holds exactly in floating point."""
+    x = float(x)
+    step = float(np.spacing(x)) if x > 0 else 5e-324
+    y = x
+    for _ in range(2100):
+        if ok(y):
+            return y
+        y = x + step
+        step *= 2.0
+    raise ValueError(f"no epsilon bound found above {x!r}")  # pragma: no cover - ok() holds for large eps
 
 
 def zcdp_rho(epsilon: float, delta: float, *, conversion: str = "prop4") -> float:
@@ -485,7 +503,9 @@ def gdp_epsilon(mu: float, delta: float) -> float:
     hi = max(1.0, m * m)
     while _gdp_log_delta(m, hi) > target:
         hi *= 2.0
-    return brentq(lambda e: _gdp_log_delta(m, e) - target, 0.0, hi, xtol=1e-15, rtol=1e-15, maxiter=500)
+    e = brentq(lambda e: _gdp_log_delta(m, e) - target, 0.0, hi, xtol=1e-300, rtol=1e-15, maxiter=500)
+    # a certified bound: the same test gdp_mu_for_dp calibrates with (see _snap_up)
+    return _snap_up(e, lambda x: math.exp(_gdp_log_delta(m, x)) <= d)
 
 
 def gdp_mu_for_dp(epsilon: float, delta: float) -> float:

@@ -27,7 +27,7 @@ import pandas as pd
 
 from . import accounting as acc
 
-__all__ = ["KINDS", "BudgetLedger", "Charge"]
+__all__ = ["CALIBRATION_MARGIN", "KINDS", "BudgetLedger", "Charge"]
 
 #: Kinds of charge a ledger knows how to price (see :meth:`BudgetLedger.cost`).
 #: ``"other"`` is a cost computed by the caller (e.g. a sub-mechanism's own analysis).
@@ -38,6 +38,12 @@ _GDP_KINDS = ("gaussian", "other")
 # Relative slack on the overspend test: lets a budget split into exact shares
 # (e.g. three charges of ρ/3) be spent in full despite floating-point rounding.
 _RTOL = 1e-12
+#: Safety margin of :meth:`BudgetLedger.from_dp`: the ledger holds ``(1 - margin)`` times
+#: the largest ρ (or μ) that is (ε, δ)-DP. It exceeds the overspend slack ``_RTOL`` and
+#: the rounding of the conversions by orders of magnitude, so the (ε, δ) computed from
+#: the ledger at the end is never above the request, exactly in floating point, for any
+#: split of the budget (costing at most a relative 1e-10 of ρ, about 5e-11 of ε).
+CALIBRATION_MARGIN = 1e-10
 
 
 @dataclass(frozen=True)
@@ -106,24 +112,39 @@ class BudgetLedger:
         self.conversion = conversion
         self._entries: list[Charge] = []
         self._spent_additive = 0.0  # ρ (zCDP) or μ² (GDP): the quantity that adds up
+        # (additive budget, delta) verified (epsilon, delta)-DP by from_dp's calibration
+        self._certified: tuple[float, float] | None = None
 
     # ------------------------------------------------------------------ constructors
     @classmethod
     def from_dp(
         cls, epsilon: float, delta: float, *, currency: str = "zcdp", conversion: str = "prop4"
     ) -> BudgetLedger:
-        """A ledger holding the largest budget that is (ε, δ)-DP: ρ from
+        """A ledger holding the largest budget that is (ε, δ)-DP — ρ from
         :func:`~margsynth.privacy.accounting.zcdp_rho` (MST appendix, Prop. 4 or CKS) or μ
-        from :func:`~margsynth.privacy.accounting.gdp_mu_for_dp` (Dong et al. Cor. 2.13)."""
+        from :func:`~margsynth.privacy.accounting.gdp_mu_for_dp` (Dong et al. Cor. 2.13) —
+        less the relative :data:`CALIBRATION_MARGIN`, so that :meth:`spent_dp` never
+        reports more than ``epsilon`` however the budget is split."""
         eps = acc.check_epsilon(epsilon)
         d = acc.check_delta(delta)
+        if conversion not in acc.CONVERSIONS:
+            raise ValueError(f"conversion must be one of {acc.CONVERSIONS}, got {conversion!r}")
         if currency == "zcdp":
             total = acc.zcdp_rho(eps, d, conversion=conversion)
         elif currency == "gdp":
             total = acc.gdp_mu_for_dp(eps, d)
         else:
             raise ValueError(f"currency must be one of {_CURRENCIES}, got {currency!r}")
-        return cls(total, currency=currency, delta=d, conversion=conversion, epsilon=eps)
+        certified = total
+        total *= 1.0 - CALIBRATION_MARGIN
+        if not (math.isfinite(total) and total > 0):
+            raise ValueError(
+                f"(epsilon, delta)=({eps!r}, {d!r}) gives no usable budget ({currency} total {total!r}); "
+                "expected epsilon and delta in the supported range"
+            )
+        led = cls(total, currency=currency, delta=d, conversion=conversion, epsilon=eps)
+        led._certified = (led._additive(certified), d)
+        return led
 
     # ------------------------------------------------------------------ pricing
     def cost(self, kind: str, **params: float) -> float:
@@ -254,8 +275,17 @@ class BudgetLedger:
         if self._spent_additive == 0.0:
             return 0.0, d
         if self.currency == "zcdp":
-            return acc.zcdp_to_dp(self.spent, d, conversion=self.conversion), d
-        return acc.gdp_epsilon(self.spent, d), d
+            eps = acc.zcdp_to_dp(self.spent, d, conversion=self.conversion)
+        else:
+            eps = acc.gdp_epsilon(self.spent, d)
+        # from_dp verified that its (un-margined) budget is (epsilon, delta)-DP and the
+        # guarantee is monotone in the budget: a spend within it is (epsilon, delta)-DP too,
+        # whatever the rounding of the conversion back (which matters near epsilon = 1e-15)
+        if self._certified is not None and self.epsilon is not None:
+            add, cert_delta = self._certified
+            if d == cert_delta and self._spent_additive <= add:
+                eps = min(eps, self.epsilon)
+        return eps, d
 
     def report(self) -> pd.DataFrame:
         """One row per charge: ``step, label, kind, cost, share`` (of the total, in the
@@ -291,7 +321,8 @@ class BudgetLedger:
             "remaining": self.remaining,
             "target_epsilon": self.epsilon,
             "delta": self.delta,
-            "conversion": self.conversion if self.currency == "zcdp" else None,
+            # GDP: the exact mu-GDP -> (eps, delta) curve (Dong et al. Cor. 2.13)
+            "conversion": self.conversion if self.currency == "zcdp" else "gdp",
             "spent_epsilon": self.spent_dp()[0] if self.delta is not None else None,
             "charges": self.records(),
         }

@@ -7,9 +7,10 @@ exactly 1 (one record adds 1 to one cell of every marginal; footnote 2), and rel
 ``(α, α/(2σ²))``-RDP, i.e. ``1/(2σ²)``-zCDP, or ``1/σ``-GDP; it is charged to the ledger
 once, before any noise is drawn.
 
-The result is the measurement log — a list of :class:`NoisyMarginal` — that Private-PGM
-consumes (Algorithm 1 step 4 appends ``(w_C I, ỹ, σ, C)``; see
-:meth:`NoisyMarginal.to_measurement`).
+The result is the measurement log — a :class:`NoisyMarginals`, the one type for "a set of
+noisy marginals" that every generator consumes (Private-PGM: Algorithm 1 step 4 appends
+``(w_C I, ỹ, σ, C)``, see :meth:`NoisyMarginal.to_measurement`; GUM and PrivPGD: the
+per-marginal estimates and variances, :meth:`NoisyMarginals.targets`).
 """
 
 from __future__ import annotations
@@ -17,20 +18,24 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..dataset import Dataset
+from ..inference.pgm.measurement import Measurement
 from . import accounting as acc
 from .ledger import BudgetLedger
 from .mechanisms import _check_ledger, _check_rng
 
-__all__ = ["NoisyMarginal", "measure", "measure_marginals", "normalise_weights"]
+__all__ = ["NoisyMarginal", "NoisyMarginals", "measure", "measure_marginals", "normalise_weights"]
 
 
 @dataclass(frozen=True, eq=False)
 class NoisyMarginal:
-    """One entry of Algorithm 1's measurement log.
+    """One entry of Algorithm 1's measurement log: ``(Q, ỹ, σ, C)`` with ``Q = w_C I``,
+    or an explicit query matrix ``Q`` (adaptive-grid rows, a compressed domain's merged cell).
 
     Attributes
     ----------
@@ -38,17 +43,23 @@ class NoisyMarginal:
         The attributes ``C`` of the marginal, in the order the marginal is laid out.
     y:
         Read-only 1-d array ``w_C M_C(D) + N(0, σ² I)``: the C-order flattening of the
-        weighted marginal table over ``clique`` (shape ``domain.project(clique).shape``).
+        weighted marginal table over ``clique`` (shape ``domain.project(clique).shape``);
+        with a ``query``, ``Q M_C(D) + N(0, σ² I)`` (one entry per row of ``Q``).
     sigma:
         The noise scale σ (Definition 3).
     weight:
         The *normalised* weight ``w_C`` (Algorithm 1 step 1); the query matrix is ``w_C I``.
+        Must be 1 when ``query`` is given.
+    query:
+        ``None`` (the query is ``w_C I``) or the matrix ``Q`` (scipy sparse or dense, one
+        column per cell of ``M_C``) the noisy answers ``y`` measure.
     """
 
     clique: tuple[str, ...]
     y: np.ndarray
     sigma: float
-    weight: float
+    weight: float = 1.0
+    query: Any = None
 
     def __post_init__(self) -> None:
         """Validate and freeze one Algorithm 1 log entry (σ > 0, w_C > 0, finite ỹ)."""
@@ -63,30 +74,115 @@ class NoisyMarginal:
         object.__setattr__(self, "y", y)
         object.__setattr__(self, "sigma", acc.check_sigma(self.sigma))
         object.__setattr__(self, "weight", acc._positive("weight", self.weight))
+        if self.query is not None:
+            if self.weight != 1.0:
+                raise ValueError(f"noisy marginal over {clique}: an explicit query needs weight 1, got {self.weight!r}")
+            if self.query.ndim != 2 or self.query.shape[0] != y.size:
+                raise ValueError(
+                    f"noisy marginal over {clique}: query has shape {self.query.shape}, expected ({y.size}, cells)"
+                )
+
+    @property
+    def cells(self) -> int:
+        """Number of cells of the marginal ``M_C``."""
+        return self.y.size if self.query is None else int(self.query.shape[1])
+
+    def _diagonal(self) -> np.ndarray | None:
+        """The diagonal of a square diagonal ``query`` (``None`` if it is not one)."""
+        q = self.query
+        if q.shape[0] != q.shape[1]:
+            return None
+        d = np.asarray(q.diagonal(), dtype=np.float64)
+        off = (sp.csr_matrix(q) - sp.diags(d)).count_nonzero() if sp.issparse(q) else np.count_nonzero(q - np.diag(d))
+        return d if off == 0 and np.all(d != 0) else None
 
     @property
     def estimate(self) -> np.ndarray:
-        """``y / w_C``: an unbiased estimate of the marginal ``M_C(D)`` (flattened)."""
-        return self.y / self.weight
+        """An unbiased estimate of the marginal ``M_C(D)`` (flattened): ``y / w_C``, or
+        ``y / diag(Q)`` for a diagonal query (``ValueError`` for any other query)."""
+        if self.query is None:
+            return self.y / self.weight
+        d = self._diagonal()
+        if d is None:
+            raise ValueError(
+                f"noisy marginal over {self.clique} is measured through a non-diagonal query: no per-cell estimate"
+            )
+        return self.y / d
 
     @property
     def std(self) -> float:
-        """Per-cell noise standard deviation of :attr:`estimate`: ``σ / w_C``."""
-        return self.sigma / self.weight
+        """Per-cell noise standard deviation of :attr:`estimate`: ``σ / w_C`` (for a
+        diagonal query, ``σ / max |Q_jj|``: the smallest over the cells)."""
+        if self.query is None:
+            return self.sigma / self.weight
+        d = self._diagonal()
+        if d is None:
+            raise ValueError(
+                f"noisy marginal over {self.clique} is measured through a non-diagonal query: no per-cell std"
+            )
+        return self.sigma / float(np.abs(d).max())
 
-    def to_measurement(self):
-        """Algorithm 1 step 4's 4-tuple ``(Q, ỹ, σ, C)`` with ``Q = w_C I`` (a scipy sparse
-        diagonal matrix) — the form Private-PGM's estimator takes (Eq. 4.1 with
-        ``Q_C = w_C I``). Kept as a plain tuple until the Private-PGM engine's own
-        measurement type is integrated."""
-        from scipy.sparse import identity
-
-        q = self.weight * identity(self.y.size, format="csr", dtype=np.float64)
-        return q, self.y, self.sigma, self.clique
+    def to_measurement(self, name: str | None = None) -> Measurement:
+        """Algorithm 1 step 4's 4-tuple ``(Q, ỹ, σ, C)`` as a Private-PGM
+        :class:`~margsynth.inference.pgm.Measurement` (the same term of Eq. 4.1): answers
+        ``ỹ / w_C`` of ``M_C`` with noise scale ``σ / w_C``, or ``(Q, ỹ, σ)`` as given."""
+        name = "/".join(self.clique) if name is None else name
+        if self.query is None:
+            return Measurement(self.clique, None, self.estimate, self.std, name=name)
+        return Measurement(self.clique, self.query, self.y, self.sigma, name=name)
 
     def __repr__(self) -> str:
         """Short summary of the Algorithm 1 log entry (not the noisy values)."""
-        return f"NoisyMarginal(clique={self.clique}, cells={self.y.size}, sigma={self.sigma:.6g}, weight={self.weight:.6g})"
+        q = "" if self.query is None else f", query={self.query.shape}"
+        return f"NoisyMarginal(clique={self.clique}, cells={self.y.size}, sigma={self.sigma:.6g}, weight={self.weight:.6g}{q})"
+
+
+class NoisyMarginals(tuple):
+    """A set of noisy marginals — what every mechanism's MEASURE step releases and every
+    generator (Private-PGM, GUM, PrivPGD) consumes: a tuple of :class:`NoisyMarginal`
+    (clique, noisy answers, noise scale, optionally the query matrix), in measurement
+    order. ``a + b`` concatenates two sets.
+
+    >>> import numpy as np
+    >>> s = NoisyMarginals([NoisyMarginal(("a",), [3.0, 1.0], 2.0)])
+    >>> s.cliques, s.mean_total()
+    ((('a',),), 4.0)
+    """
+
+    def __new__(cls, marginals: Iterable[NoisyMarginal] = ()) -> NoisyMarginals:
+        items = tuple(marginals)
+        for i, m in enumerate(items):
+            if not isinstance(m, NoisyMarginal):
+                raise ValueError(f"marginals[{i}] must be a NoisyMarginal, got {type(m).__name__}")
+        return super().__new__(cls, items)
+
+    def __add__(self, other: Iterable[NoisyMarginal]) -> NoisyMarginals:
+        return NoisyMarginals((*self, *other))
+
+    def __getitem__(self, i):  # a slice stays a set of noisy marginals
+        out = super().__getitem__(i)
+        return NoisyMarginals(out) if isinstance(i, slice) else out
+
+    @property
+    def cliques(self) -> tuple[tuple[str, ...], ...]:
+        return tuple(m.clique for m in self)
+
+    def measurements(self, sep: str = "/") -> list[Measurement]:
+        """The Private-PGM measurements (Eq. 4.1), one per noisy marginal."""
+        return [m.to_measurement(sep.join(m.clique)) for m in self]
+
+    def targets(self) -> list[tuple[tuple[str, ...], np.ndarray, float]]:
+        """``(clique, estimate, per-cell variance)`` of each marginal — the input of
+        consistency post-processing (PrivSyn §4.3) and GUM."""
+        return [(m.clique, m.estimate, m.std**2) for m in self]
+
+    def mean_total(self) -> float:
+        """The plain mean over the marginals of their estimated totals (the number of
+        records the noisy marginals suggest)."""
+        return float(np.mean([m.estimate.sum() for m in self]))
+
+    def __repr__(self) -> str:
+        return f"NoisyMarginals({len(self)} marginals: {', '.join('×'.join(c) for c in self.cliques)})"
 
 
 def normalise_weights(weights: Iterable[float]) -> np.ndarray:
@@ -129,7 +225,7 @@ def measure_marginals(
     *,
     ledger: BudgetLedger | None = None,
     label: str = "measure",
-) -> list[NoisyMarginal]:
+) -> NoisyMarginals:
     """Algorithm 1: measure the weighted marginals ``w_C M_C(D)`` with Gaussian noise σ.
 
     Parameters
@@ -153,8 +249,8 @@ def measure_marginals(
 
     Returns
     -------
-    The measurement log: one :class:`NoisyMarginal` per clique, in input order, with the
-    normalised weight.
+    The measurement log (:class:`NoisyMarginals`): one :class:`NoisyMarginal` per clique,
+    in input order, with the normalised weight.
     """
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be a Dataset, got {type(data).__name__}")
@@ -178,10 +274,10 @@ def measure_marginals(
             sensitivity=1.0,
             cliques=tuple(names),
         )
-    return [
+    return NoisyMarginals(
         NoisyMarginal(clique=c, y=t + rng.normal(0.0, s, size=t.shape), sigma=s, weight=float(wc))
         for c, t, wc in zip(names, tables, w)
-    ]
+    )
 
 
 #: Short alias, for ``from margsynth.privacy.measure import measure``. The package namespace

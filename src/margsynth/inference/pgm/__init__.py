@@ -20,7 +20,13 @@ Typical use (what MST/AIM do)::
 from .estimation import estimate, estimation_summary, evaluate_loss
 from .factor import Factor
 from .inference import BeliefPropagation, marginal, variable_elimination
-from .junction_tree import JunctionTree, ModelTooLargeError, build_junction_tree, junction_tree_size, splice_clique
+from .junction_tree import (
+    JunctionTree,
+    ModelTooLargeError,
+    build_junction_tree,
+    junction_tree_size,
+    splice_clique,
+)
 from .measurement import Measurement, compile_measurements, estimate_total
 from .model import GraphicalModel, synthetic_column
 

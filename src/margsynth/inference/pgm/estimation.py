@@ -39,10 +39,28 @@ in 1,000 iterations, where plain mirror descent needs ~30,000
 (``benchmarks/bench_pgm.py``). ``method="mirror_descent"`` is the plain
 algorithm of the ICML paper.
 
+Optimality certificate: the problem is convex, so every fit returns, besides its
+loss ``L(mu)``, the Frank–Wolfe duality gap (Jaggi, "Revisiting Frank-Wolfe:
+projection-free sparse convex optimization", ICML 2013, §2)
+
+    G = max_{s in M} <grad L(mu), mu - s>  >=  L(mu) - min_M L,
+
+``M`` the marginal polytope of the junction tree. A linear function is minimised
+over ``M`` at a vertex, a point mass, so ``G`` costs one max-product (MAP) pass
+(:meth:`~.inference.BeliefPropagation.max_product`). It is in
+``model.stats["gap"]``; :func:`estimation_summary` gives ``{"loss", "gap",
+"iterations", "method"}``, which every PGM-based mechanism reports as
+``extras["estimation"]`` and in its sidecar. ``gap_tol`` stops a fit once
+``G <= gap_tol * L`` (a certified stop); ``rtol`` once the loss stalls (an
+uncertified one, for callers such as AIM's rounds where the bound is loose — see
+docs/notes/aim.md).
+
 Speed: measurements are folded into per-clique quadratic terms once
-(identity measurements of the same attribute set become one
-``a * mu - b`` gradient, computed over all cliques in two vector
-operations); parameters, marginals and gradients live in flat vectors;
+(identity measurements of the same attribute set become one ``a * mu - b``
+gradient; those over a whole clique are computed over all cliques in two
+vector operations, those over part of a clique through one sparse 0/1 matrix
+``S`` that sums clique cells into measured cells, ``ps = S p`` and
+``G += S^T g``); parameters, marginals and gradients live in flat vectors;
 belief propagation is the compiled schedule of :class:`~.inference.BeliefPropagation`.
 """
 
@@ -55,6 +73,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from tqdm.auto import tqdm
 
 from ...domain import Domain
 from .factor import align
@@ -278,6 +297,7 @@ def estimate(
     extra_cliques: Sequence[Sequence[str]] = (),
     step_size: float | None = None,
     gap_tol: float | None = None,
+    rtol: float | None = None,
 ) -> GraphicalModel:
     """Fit a graphical model to noisy measurements (Private-PGM, Eq. 4.2).
 
@@ -325,6 +345,12 @@ def estimate(
         Frank–Wolfe gap (below) is at most ``gap_tol * loss`` (checked every
         ``GAP_EVERY`` iterations, also before the first). ``None`` (default):
         run all ``iters``.
+    rtol:
+        Stopping rule on progress (smooth loss only): stop as soon as the loss fell
+        by at most ``rtol * loss`` over the last ``GAP_EVERY`` iterations (the
+        descent is monotone, so this is a stall, not a detour). Unlike ``gap_tol``
+        it certifies nothing; the returned ``gap`` still does. ``None`` (default):
+        no such rule.
 
     Returns
     -------
@@ -358,6 +384,7 @@ def estimate(
             extra_cliques=extra_cliques,
             step_size=step_size,
             gap_tol=gap_tol,
+            rtol=rtol,
         )
 
 
@@ -510,16 +537,18 @@ def _descend(
     callback,
     progress: bool,
     gap_tol: float | None = None,
+    rtol: float | None = None,
 ) -> np.ndarray:
     """The loop shared by every method: up to ``iters`` calls of ``step``, the loss after
     each, progress bar and callback; with ``gap_tol``, stops (before the step) as soon as
-    the certified gap is at most ``gap_tol * loss``. Returns the loss history."""
+    the certified gap is at most ``gap_tol * loss``; with ``rtol``, as soon as the loss
+    fell by at most ``rtol * loss`` over the last ``GAP_EVERY`` iterations. Returns the
+    loss history."""
     history = np.empty(iters)
     done = 0
+    checked = None  # the loss at the last progress check (rtol)
     bar = None
     if progress:
-        from tqdm.auto import tqdm
-
         bar = tqdm(total=iters, desc="Private-PGM", unit="it", mininterval=0.5)
     for t in range(iters):
         if gap_tol is not None and t % GAP_EVERY == 0:
@@ -527,6 +556,10 @@ def _descend(
             if s.last_gap <= gap_tol * max(s.val, 0.0):
                 s.gap_stop = True  # last_gap certifies the current iterate
                 break
+        if rtol is not None and t % GAP_EVERY == 0:
+            if checked is not None and checked - s.val <= rtol * abs(s.val):
+                break
+            checked = s.val
         if not step(s, t):
             break
         history[t] = s.val
@@ -556,6 +589,7 @@ def _estimate(
     extra_cliques,
     step_size,
     gap_tol,
+    rtol=None,
 ):
     t0 = time.perf_counter()
     if isinstance(iters, bool) or int(iters) != iters or iters < 0:
@@ -563,6 +597,8 @@ def _estimate(
     iters = int(iters)
     if gap_tol is not None and (isinstance(gap_tol, bool) or not np.isfinite(gap_tol) or gap_tol < 0):
         raise ValueError(f"gap_tol must be a finite number >= 0 or None, got {gap_tol!r}")
+    if rtol is not None and (isinstance(rtol, bool) or not np.isfinite(rtol) or rtol < 0):
+        raise ValueError(f"rtol must be a finite number >= 0 or None, got {rtol!r}")
     compiled = compile_measurements(domain, measurements)
     if not compiled:
         raise ValueError("estimate needs at least one measurement")
@@ -601,7 +637,7 @@ def _estimate(
     s.eta0 = s.eta if step_size is not None else 1.0 / max(float(np.abs(s.G).max()), 1e-300)  # L1 schedule
     setup = time.perf_counter() - t0
     step = _STEPS[method] if smooth else _subgradient_step
-    history = _descend(s, step, iters, callback, progress, gap_tol)
+    history = _descend(s, step, iters, callback, progress, gap_tol, rtol if smooth else None)
     if not smooth and s.best_theta is not None:  # non-monotone subgradient method: keep the best iterate
         s.theta = ev.adopt(s.best_theta)
         s.val = ev(s.theta, s.p, s.G)  # marginals and gradient of the best iterate, for its certificate

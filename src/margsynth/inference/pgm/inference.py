@@ -82,6 +82,17 @@ class BeliefPropagation:
             down.append((c, p, p_axes, to_child))
         self._up, self._down = up, down
         self._scratch = self.views(np.empty(self.size))
+        # per-edge buffers of the reductions (no allocation in the hot loop)
+        k = len(tree.cliques)
+        self._mx: list = [None] * k
+        self._sums: list = [None] * k
+        self._msgs: list = [None] * k
+        self._seps: list = [None] * k
+        for c, p, axes, to_parent in up:
+            kept = tuple(1 if i in axes else n for i, n in enumerate(self.shapes[c]))
+            self._mx[c], self._sums[c], self._msgs[c] = np.empty(kept), np.empty(kept), np.empty(kept)
+        for c, p, axes, to_child in down:
+            self._seps[c] = np.empty(tuple(n for i, n in enumerate(self.shapes[p]) if i not in axes))
 
     def views(self, flat: np.ndarray) -> list[np.ndarray]:
         """Per-clique shaped views into a flat vector of length ``self.size``."""
@@ -99,14 +110,14 @@ class BeliefPropagation:
         cond_s: list = [None] * len(acc)
         for c, p, axes, to_parent in self._up:
             x = acc[c]
-            mx = _MAX(x, axis=axes, keepdims=True)
+            mx = _MAX(x, axis=axes, keepdims=True, out=self._mx[c])
             e = buf[c]
             np.subtract(x, mx, out=e)
             np.maximum(e, LOG_FLOOR, out=e)
             np.exp(e, out=e)
-            s = _SUM(e, axis=axes, keepdims=True)
+            s = _SUM(e, axis=axes, keepdims=True, out=self._sums[c])
             cond_s[c] = s
-            msg = np.log(s)
+            msg = np.log(s, out=self._msgs[c])
             msg += mx
             msg = msg.reshape(to_parent)
             if owned[p]:
@@ -124,7 +135,7 @@ class BeliefPropagation:
         z = e.sum()
         np.multiply(e, 1.0 / z, out=out[r])
         for c, p, axes, to_child in self._down:
-            ps = _SUM(out[p], axis=axes).reshape(to_child)
+            ps = _SUM(out[p], axis=axes, out=self._seps[c]).reshape(to_child)
             ps /= cond_s[c]
             np.maximum(ps, PROB_FLOOR, out=ps)
             np.multiply(buf[c], ps, out=out[c])

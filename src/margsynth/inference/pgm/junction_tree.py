@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import networkx as nx
 import numpy as np
@@ -160,7 +161,11 @@ class JunctionTree:
         return out
 
     def clique_cells(self) -> list[int]:
-        return [_cells(self.domain, c) for c in self.cliques]
+        return list(self._cells_tuple)
+
+    @cached_property
+    def _cells_tuple(self) -> tuple[int, ...]:
+        return tuple(_cells(self.domain, c) for c in self.cliques)
 
     @property
     def cells(self) -> int:
@@ -172,16 +177,34 @@ class JunctionTree:
         """Size of one float64 copy of every clique table, in MiB (``cells * 8 / 2**20``)."""
         return self.cells * BYTES_PER_CELL / 2**20
 
+    @cached_property
+    def _sets(self) -> tuple[frozenset, ...]:
+        return tuple(frozenset(c) for c in self.cliques)
+
+    @cached_property
+    def _by_cells(self) -> tuple[int, ...]:
+        """Clique indices, smallest first (ties by index): ``find_clique``'s search order."""
+        cells = self.clique_cells()
+        return tuple(sorted(range(len(self.cliques)), key=lambda i: (cells[i], i)))
+
+    @cached_property
+    def _adjacency(self) -> tuple[frozenset, ...]:
+        nb: list[set[int]] = [set() for _ in self.cliques]
+        for i, p in enumerate(self.parent):
+            if p >= 0:
+                nb[i].add(p)
+                nb[p].add(i)
+        return tuple(frozenset(x) for x in nb)
+
     def find_clique(self, attrs: Iterable[str]) -> int | None:
-        """Index of the smallest clique containing ``attrs`` (None if none does)."""
+        """Index of the smallest clique containing ``attrs`` (None if none does; among
+        equally small ones the first)."""
         want = set(attrs)
-        best, best_cells = None, None
-        for i, c in enumerate(self.cliques):
-            if want <= set(c):
-                cells = _cells(self.domain, c)
-                if best is None or cells < best_cells:
-                    best, best_cells = i, cells
-        return best
+        sets = self._sets
+        for i in self._by_cells:
+            if want <= sets[i]:
+                return i
+        return None
 
     def covering_subtree(self, attrs: Iterable[str]) -> list[int]:
         """A connected set of cliques whose union contains ``attrs``: the whole
@@ -189,22 +212,27 @@ class JunctionTree:
         (valid by the running-intersection property)."""
         want = set(attrs)
         alive = set(range(len(self.cliques)))
-        adj = {i: set(self.neighbors(i)) for i in alive}
+        adj = self._adjacency
+        sets = self._sets
+        cells = self.clique_cells()
+        by_size = sorted(alive, key=lambda k: -cells[k])  # largest first (stable: ties by index)
         changed = True
         while changed and len(alive) > 1:
             changed = False
-            for i in sorted(alive, key=lambda k: -_cells(self.domain, self.cliques[k])):
+            for i in by_size:
+                if i not in alive:
+                    continue
                 nb = adj[i] & alive
                 if len(nb) > 1:
                     continue
-                mine = want & set(self.cliques[i])
+                mine = want & sets[i]
                 if len(nb) == 0:  # isolated (disconnected forest pieces joined by empty separators)
                     if not mine:
                         alive.discard(i)
                         changed = True
                     continue
                 (j,) = nb
-                if mine <= set(self.cliques[j]):
+                if mine <= sets[j]:
                     alive.discard(i)
                     changed = True
                     if len(alive) == 1:
@@ -293,7 +321,7 @@ def junction_tree_size(
 
 
 def splice_clique(
-    tree: JunctionTree, clique: Sequence[str], *, heuristic: str = "auto"
+    tree: JunctionTree, clique: Sequence[str], *, heuristic: str = "auto", cache: dict | None = None
 ) -> tuple[list[tuple[str, ...]], int]:
     """Maximal cliques (and their total cells) of a junction tree for ``tree``'s model
     with ``clique`` added, re-triangulating only the part of ``tree`` it touches.
@@ -311,6 +339,9 @@ def splice_clique(
     arXiv:2201.12677, Alg. 2 line 8, ``JT-SIZE(M ∪ {r})``; see docs/notes/aim.md).
 
     If ``clique`` already lies in a clique of ``tree``, returns ``tree``'s cliques.
+    ``cache``: a dict owned by the caller that keeps the re-triangulation of each
+    (covering cliques, ``clique``) pair, for callers that splice the same candidates into
+    a slowly changing tree (AIM's rounds).
     """
     dom = tree.domain
     clique = dom.check_attrs(clique, "clique")
@@ -318,22 +349,27 @@ def splice_clique(
         return list(tree.cliques), tree.cells
     sub = tree.covering_subtree(clique)
     inside = set(sub)
-    V = set(clique).union(*(tree.cliques[i] for i in sub))
-    adj: dict[str, set[str]] = {a: set() for a in V}
-    for cl in [*(tree.cliques[i] for i in sub), clique]:
-        for a in cl:
-            adj[a].update(cl)
-            adj[a].discard(a)
-    heuristics = HEURISTICS if heuristic == "auto" else (heuristic,)
-    best = None
-    for h in heuristics:
-        maximal = triangulate(dom, adj, h)[1]
-        total = sum(_cells(dom, c) for c in maximal)
-        if best is None or total < best[0]:
-            best = (total, maximal)
-    new = best[1]
+    key = (clique, tuple(tree.cliques[i] for i in sub), heuristic)
+    new = cache.get(key) if cache is not None else None
+    if new is None:
+        V = set(clique).union(*(tree.cliques[i] for i in sub))
+        adj: dict[str, set[str]] = {a: set() for a in V}
+        for cl in [*(tree.cliques[i] for i in sub), clique]:
+            for a in cl:
+                adj[a].update(cl)
+                adj[a].discard(a)
+        heuristics = HEURISTICS if heuristic == "auto" else (heuristic,)
+        best = None
+        for h in heuristics:
+            maximal = triangulate(dom, adj, h)[1]
+            total = sum(_cells(dom, c) for c in maximal)
+            if best is None or total < best[0]:
+                best = (total, maximal)
+        new = best[1]
+        if cache is not None:
+            cache[key] = new
     out = [tuple(c) for c in (dom.canonical(m) for m in new)]
     for i, c in enumerate(tree.cliques):
-        if i not in inside and not any(set(c) <= set(m) for m in new):
+        if i not in inside and not any(set(c) <= m for m in new):
             out.append(c)
     return out, int(sum(_cells(dom, c) for c in out))

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.linalg import lsqr
 
 from ...domain import Domain
 from .factor import align
@@ -230,8 +231,6 @@ def estimate_total(compiled: Sequence[CompiledMeasurement]) -> float | None:
     identity ``v = 1`` and the estimate is ``sum(y)`` with variance
     ``cells * sigma^2``). Returns None if no measurement determines it.
     """
-    from scipy.sparse.linalg import lsqr
-
     est, wts = [], []
     for m in compiled:
         if m.kind == "identity":

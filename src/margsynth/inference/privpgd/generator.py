@@ -1,9 +1,13 @@
-"""PrivPGD: particle gradient descent on sliced Wasserstein distances (Algorithm 3).
+"""PrivPGD's generator: particle gradient descent on sliced Wasserstein distances (Algorithm 3).
 
 Donhauser, Abad, Hulkund, Yang — "Privacy-preserving data release leveraging optimal
-transport and particle gradient descent" (ICML 2024); equations numbered as in the paper.
+transport and particle gradient descent" (ICML 2024, arXiv:2401.17823); equations
+numbered as in the paper. :class:`PrivPGDGenerator` is the GENERATE step: it turns a
+set of noisy marginals (:class:`~margsynth.privacy.NoisyMarginals`) into records. The
+mechanism — SELECT and MEASURE, then this generator — is
+:class:`margsynth.mechanisms.privpgd.PrivPGD`.
 
-Pipeline of :meth:`PrivPGD.run` (Algorithm 1 with PrivPGD as the generation step)::
+Pipeline of the mechanism (Algorithm 1 with PrivPGD as the generation step)::
 
     SELECT    all k-way marginals (k = degree = 2, §4.1)
     MEASURE   y_C = M_C(D) + N(0, sigma^2 / w^2)  -- Algorithm 1 via margsynth.privacy.measure,
@@ -64,28 +68,27 @@ point; the same seed gives byte-identical output on the CPU.
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
-from dataclasses import asdict, dataclass, replace
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
 from ...dataset import Dataset
-from ...mechanisms.base import NO_RNG, SynthesisResult, check_run_inputs
-from ...privacy import BudgetLedger, gaussian_mechanism, measure_marginals
-from ...privacy.accounting import gaussian_sigma
-from .constraints import ThresholdConstraint, ThresholdPenalty
-from .embedding import check_domain, clique_centres
+from ...domain import Domain
+from ...privacy import NoisyMarginals
+from ..generated import Generated
+from .constraints import ThresholdPenalty
+from .embedding import clique_centres
 from .finalize import finalize
 from .optimization import RANKINGS, optimize_particles
 from .projection import make_consistent, project_measures
 from .quantization import quantize
 from .slicing import DirectionBank
 
-__all__ = ["INITS", "PRESETS", "PrivPGD", "initial_particles", "resolve_device"]
+__all__ = ["INITS", "PrivPGDGenerator", "initial_particles", "resolve_device"]
 
 #: Particle initialisations: ``"uniform"`` (i.i.d. uniform on [0,1]^d, the authors' code) or
 #: ``"marginals"`` (ours: each coordinate drawn independently from the 1-way marginal implied
@@ -134,20 +137,14 @@ def resolve_device(device) -> torch.device:
 
 
 @dataclass(frozen=True)
-class PrivPGD:
-    """PrivPGD hyperparameters (defaults = the paper's §4.1; see module docstring).
-
-    ``gamma`` is the penalty strength of Eq. 7 (``constraint`` must be given when
-    ``gamma > 0``); ``constraint_share`` the fraction of the zCDP budget spent on the
-    constraint's target (App. B splits the budget the same way). ``threads`` sets
-    ``torch.set_num_threads`` during :meth:`run` (restored afterwards; ``None`` leaves it):
-    1 by default, because most kernels here are memory-bound or serial (prefix sums,
-    scatter-adds) and on the project's shared 2-core machine two threads measured 6x
-    slower per epoch (9.2 s vs 1.5 s) than one.
-    """
+class PrivPGDGenerator:
+    """PrivPGD's generation step (Algorithm 3) and its hyperparameters (defaults = the
+    paper's §4.1; see the module docstring): the noisy marginals, normalised by the mean
+    noisy total ``n~``, are projected onto the simplex (Eq. 5), optionally raked to common
+    1-way marginals (``consistency``), quantised (Eq. 6), and ``n_particles`` particles
+    follow the sliced-Wasserstein gradient (Eq. 7-8) before finalisation (§3.3)."""
 
     n_particles: int = 100_000
-    degree: int = 2
     # projection step (Eq. 5)
     projection_iters: int = 1_750
     projection_projections: int = 200
@@ -162,10 +159,6 @@ class PrivPGD:
     lr: float = 0.1
     lr_step: int = 50
     lr_gamma: float = 0.75
-    # domain-specific constraint (§4.4)
-    constraint: ThresholdConstraint | None = None
-    gamma: float = 0.0
-    constraint_share: float = 0.1
     # implementation (not in the paper)
     consistency: bool = False
     consistency_iters: int = 50
@@ -173,12 +166,13 @@ class PrivPGD:
     direction_bank: int = 512
     ranking: str = "buckets"
     rank_buckets: float = 1.0
-    threads: int | None = 1
+
+    name: ClassVar[str] = "privpgd"
 
     def __post_init__(self) -> None:
         if not isinstance(self.consistency, (bool, np.bool_)):
             raise ValueError(f"consistency must be True or False, got {self.consistency!r}")
-        for name in ("n_particles", "degree", "projection_iters", "projection_projections", "projection_lr_step",
+        for name in ("n_particles", "projection_iters", "projection_projections", "projection_lr_step",
                      "consistency_iters", "epochs", "projections", "batch_size", "lr_step", "direction_bank"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
@@ -193,14 +187,6 @@ class PrivPGD:
                 raise ValueError(f"{name} must be in (0, 1], got {v!r}")
         if not (isinstance(self.drop_fraction, (int, float)) and 0 <= self.drop_fraction < 1):
             raise ValueError(f"drop_fraction must be in [0, 1), got {self.drop_fraction!r}")
-        if not (isinstance(self.gamma, (int, float)) and math.isfinite(self.gamma)) or self.gamma < 0:
-            raise ValueError(f"gamma (penalty strength) must be a finite number >= 0, got {self.gamma!r}")
-        if self.constraint is not None and not isinstance(self.constraint, ThresholdConstraint):
-            raise ValueError(f"constraint must be a ThresholdConstraint or None, got {type(self.constraint).__name__}")
-        if self.gamma > 0 and self.constraint is None:
-            raise ValueError("gamma > 0 needs a constraint")
-        if not (isinstance(self.constraint_share, (int, float)) and 0 < self.constraint_share < 1):
-            raise ValueError(f"constraint_share must be in (0, 1), got {self.constraint_share!r}")
         if self.direction_bank < max(self.projection_projections, self.projections):
             raise ValueError(
                 f"direction_bank ({self.direction_bank}) must be at least the number of projections per "
@@ -210,74 +196,30 @@ class PrivPGD:
             raise ValueError(f"init must be one of {INITS}, got {self.init!r}")
         if self.ranking not in RANKINGS:
             raise ValueError(f"ranking must be one of {RANKINGS}, got {self.ranking!r}")
-        if self.threads is not None and (isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1):
-            raise ValueError(f"threads must be a positive integer or None, got {self.threads!r}")
 
-    # ------------------------------------------------------------------ presets
-    @classmethod
-    def preset(cls, preset: str = "default", **overrides) -> PrivPGD:
-        """``"default"`` (the paper's hyperparameters) or ``"fast"`` (see ``PRESETS``),
-        with ``overrides`` replacing fields (the registry's ``privpgd`` factory)."""
-        if preset not in PRESETS:
-            raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(PRESETS)}")
-        return replace(PRESETS[preset], **overrides)
-
-    # ------------------------------------------------------------------ run
-    def validate(
-        self, data: Dataset, epsilon: float, delta: float, *, rng: Any = NO_RNG, device: str = "cpu", **_: object
-    ) -> None:
-        """Every check of :meth:`run`, before any noise: ``ValueError`` for bad privacy
-        parameters, a non-Generator ``rng``, a non-Dataset, an attribute of size 1, codes
-        that do not match the domain, a degree above the number of attributes or a bad device."""
-        resolve_device(device)
-        _check_data(data)
-        check_run_inputs(data, epsilon, delta, rng)
-        if self.degree > len(data.domain):
-            raise ValueError(f"degree {self.degree} exceeds the number of attributes ({len(data.domain)})")
-
-    def run(
-        self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, device: str = "cpu", **kw: object
-    ) -> SynthesisResult:
-        """Synthesise ``n_particles`` records from ``data`` under (``epsilon``, ``delta``)-DP
-        (:meth:`validate` first)."""
-        self.validate(data, epsilon, delta, rng=rng, device=device, **kw)
+    def generate(
+        self,
+        domain: Domain,
+        marginals: NoisyMarginals,
+        rng: np.random.Generator,
+        *,
+        records: int | None = None,
+        device: Any = "cpu",
+        penalty: ThresholdPenalty | None = None,
+        gamma: float = 0.0,
+        **_: Any,
+    ) -> Generated:
+        """``records`` (default ``n_particles``) synthetic records from ``marginals``
+        (all over distinct attribute sets). ``penalty``/``gamma``: the §4.4 term
+        ``gamma R(X)`` of Eq. 7. The generator's randomness is derived from ``rng``
+        (two draws, then CPU torch generators); ``extras`` hold its diagnostics."""
         dev = resolve_device(device)
-        old_threads = torch.get_num_threads()
-        if self.threads is not None:
-            torch.set_num_threads(self.threads)
-        try:
-            return self._run(data, float(epsilon), float(delta), rng, dev)
-        finally:
-            if self.threads is not None:
-                torch.set_num_threads(old_threads)
-
-    def _run(self, data, epsilon, delta, rng, dev) -> SynthesisResult:
+        n_particles = self.n_particles if records is None else int(records)
         seconds: dict[str, float] = {}
-        t0 = time.perf_counter()
-        domain = data.domain
         sizes = domain.shape
-        # SELECT: all degree-way marginals (§4.1)
-        cliques = list(itertools.combinations(range(len(domain)), self.degree))
-        names = [tuple(domain.names[i] for i in c) for c in cliques]
-        # MEASURE (Algorithm 1), budget split named here
-        ledger = BudgetLedger.from_dp(epsilon, delta)
-        use_constraint = self.constraint is not None
-        share_marginals = 1.0 - self.constraint_share if use_constraint else 1.0
-        sigma = gaussian_sigma(ledger.portion(share_marginals))
-        noisy = measure_marginals(data, [(c, 1.0) for c in names], sigma, rng, ledger=ledger, label=f"{self.degree}-way marginals")
-        estimates = [m.estimate for m in noisy]
-        n_hat = max(float(np.mean([e.sum() for e in estimates])), 1.0)  # equal variances: plain mean
-        targets = [e / n_hat for e in estimates]
-        constraint_target = None
-        if use_constraint:
-            sigma_c = gaussian_sigma(ledger.portion(self.constraint_share))
-            c_noisy = gaussian_mechanism(
-                [float(self.constraint.count(data))], sigma=sigma_c, l2_sensitivity=1.0, rng=rng,
-                ledger=ledger, label="constraint target",
-            )[0]
-            constraint_target = float(np.clip(c_noisy / n_hat, 0.0, 1.0))
-        seconds["measure"] = time.perf_counter() - t0
-        # GENERATE: randomness for the generator derived from rng (CPU generators)
+        cliques = [tuple(domain.index(a) for a in c) for c in marginals.cliques]
+        n_hat = max(marginals.mean_total(), 1.0)
+        targets = [m.estimate / n_hat for m in marginals]
         seed_bank, seed_torch = (int(x) for x in rng.integers(0, 2**63 - 1, size=2))
         gen = torch.Generator().manual_seed(seed_torch)
         t1, c1 = time.perf_counter(), time.process_time()
@@ -297,33 +239,23 @@ class PrivPGD:
             t1 = time.perf_counter()
             probs = make_consistent(probs, cliques, sizes, iters=self.consistency_iters)
             seconds["consistency"] = time.perf_counter() - t1
-        counts = [quantize(p, self.n_particles) for p in probs]
-        penalty = None
-        if use_constraint and self.gamma > 0:
-            penalty = ThresholdPenalty(self.constraint, domain, constraint_target, dev)
+        counts = [quantize(p, n_particles) for p in probs]
         init = None
         if self.init == "marginals":
-            init = initial_particles(probs, cliques, sizes, self.n_particles, gen)
+            init = initial_particles(probs, cliques, sizes, n_particles, gen)
         t1, c1 = time.perf_counter(), time.process_time()
         Xt, trace = optimize_particles(
-            counts, cliques, centres, bank, len(domain), n_particles=self.n_particles, epochs=self.epochs,
+            counts, cliques, centres, bank, len(domain), n_particles=n_particles, epochs=self.epochs,
             projections=self.projections, batch_size=self.batch_size, drop_fraction=self.drop_fraction,
             lr=self.lr, lr_step=self.lr_step, lr_gamma=self.lr_gamma, generator=gen, device=dev,
-            ranking=self.ranking, rank_buckets=self.rank_buckets, penalty=penalty, gamma=self.gamma, init=init,
+            ranking=self.ranking, rank_buckets=self.rank_buckets, penalty=penalty, gamma=gamma, init=init,
         )
         seconds["optimization"] = time.perf_counter() - t1
         seconds["optimization_cpu"] = time.process_time() - c1
         t1 = time.perf_counter()
-        synth = finalize(Xt.T, domain)
+        synth: Dataset = finalize(Xt.T, domain)
         seconds["finalize"] = time.perf_counter() - t1
-        seconds["total"] = time.perf_counter() - t0
-        params = asdict(self)
-        if self.constraint is not None:
-            params["constraint"] = {"weights": dict(self.constraint.weights), "tau": self.constraint.tau,
-                                    "sharpness": self.constraint.sharpness, "width": self.constraint.width}
-        extras = {
-            "cliques": names,
-            "sigma": sigma,
+        extras: dict[str, Any] = {
             "n_hat": n_hat,
             "projection_sw1_init": proj_diag["sw1_init"],
             "projection_sw1_final": proj_diag["sw1_final"],
@@ -333,58 +265,6 @@ class PrivPGD:
             "device": str(dev),
             "bank_bytes": bank.nbytes(),
         }
-        if constraint_target is not None:
-            extras["constraint_target"] = constraint_target
         if penalty is not None:
             extras["constraint_smooth_answer"] = penalty.smooth_answer(Xt)
-        return SynthesisResult.from_ledger(synth, "privpgd", params, ledger, seconds, extras)
-
-
-def _check_data(data: Dataset) -> None:
-    if not isinstance(data, Dataset):
-        raise ValueError(f"data must be a margsynth Dataset, got {type(data).__name__}")
-    sizes = np.asarray(check_domain(data.domain))
-    codes = data.codes
-    if codes.ndim != 2 or codes.shape[1] != sizes.size:
-        raise ValueError(f"data has {codes.shape[1] if codes.ndim == 2 else '?'} columns but the domain has {sizes.size} attributes")
-    if len(data) == 0:
-        raise ValueError("data has no records")
-    c = codes.astype(np.int64, copy=False)
-    bad = np.flatnonzero(((c < 0) | (c >= sizes)).any(axis=0))
-    if bad.size:
-        j = int(bad[0])
-        raise ValueError(
-            f"data does not match its domain: column {data.domain.names[j]!r} has codes outside 0..{sizes[j] - 1} "
-            f"(max {int(c[:, j].max())})"
-        )
-
-
-#: ``default``: the paper's §4.1 hyperparameters (uniform initialisation, as the authors,
-#: no consistency step).
-#: ``fast``: 30,000 particles, 200 epochs (lr x0.75 every 13), 300 projection iterations
-#: (lr x0.8 every 20), a 256-direction bank, ``init="marginals"`` and ``consistency=True``
-#: (the projected measures raked to common 1-way marginals, :func:`.projection.make_consistent`);
-#: everything else as the paper. Measured on full adult at eps = 2.5, delta = 1e-5, seed 0
-#: (2-core CPU, 1 thread): ~105 s of process CPU (bank 3 s, projection 44 s, optimization
-#: 56 s; 6.5 min wall on a machine at load 7), average 2-way TV 0.038 and sliced W1 0.0022
-#: (the projected-and-raked targets themselves are at TV 0.038; PGM+MST 0.041). The
-#: previous fast preset (150 epochs, lr x0.75 every 10, uniform init, no consistency) gave
-#: TV 0.085 / SW1 0.0029 (at eps = 0.2: 0.310 / 0.0256 before, 0.130 / 0.0165 now); on the
-#: 80% split, 3 seeds, it beats PGM+MST on SW1, counting queries and TV
-#: (benchmarks/bench_privpgd_vs_mst.py). Without the consistency step even 600 epochs stall at TV 0.081:
-#: the 13 measures sharing each attribute imply 13 different noisy 1-way marginals, and
-#: the particles' coordinate, pulled to conflicting quantiles at every step, never
-#: settles into its bin (the particles fit those targets no better than they fit the truth).
-PRESETS: dict[str, PrivPGD] = {
-    "default": PrivPGD(),
-    "fast": PrivPGD(
-        n_particles=30_000,
-        projection_iters=300,
-        projection_lr_step=20,
-        epochs=200,
-        lr_step=13,
-        direction_bank=256,
-        init="marginals",
-        consistency=True,
-    ),
-}
+        return Generated(synth, extras, seconds)

@@ -34,6 +34,7 @@ faster (``benchmarks/bench_aemc.py``).
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing as mp
 import os
 import sys
 import time
@@ -152,8 +153,6 @@ def _default_workers() -> int:
 def _run(jobs, workers: int):
     """Results of :func:`_solve_piece` in job order; forked worker processes
     when ``workers > 1`` (OR-Tools holds the GIL, so threads would not help)."""
-    import multiprocessing as mp
-
     # a daemonic process (a Pool or Dask worker) may not have children: solve in turn there
     if workers > 1 and len(jobs) > 1 and sys.platform.startswith("linux") and not mp.current_process().daemon:
         with mp.get_context("fork").Pool(min(workers, len(jobs))) as pool:

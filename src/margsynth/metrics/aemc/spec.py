@@ -134,7 +134,13 @@ class AttributeSpec:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"attribute spec name must be a non-empty string, got {self.name!r}")
-        if isinstance(self.level, bool) or int(self.level) != self.level or self.level < 0:
+        if (
+            isinstance(self.level, bool)
+            or not isinstance(self.level, (int, float, np.integer, np.floating))
+            or not math.isfinite(self.level)
+            or int(self.level) != self.level
+            or self.level < 0
+        ):
             raise ValueError(f"attribute {self.name!r}: level must be an integer >= 0, got {self.level!r}")
         object.__setattr__(self, "level", int(self.level))
         if self.weight is not None:
