@@ -25,7 +25,10 @@ same cliques in the same order (else the first round where they differ). Then th
 CPU and wall ratios reference / fast. Targets: tv-3way ≤ 0.100 on every seed; ≤ 10 s
 wall for the fast path on a quiet machine.
 
-Run: ``python benchmarks/bench_aim.py --seeds 0 1 2 [--mst] [--verbose]``.
+With ``--before-src DIR`` a third path, ``before``, runs ``AIM()`` from another source tree
+(e.g. a checkout of the code before the fast path existed) in the same way.
+
+Run: ``python benchmarks/bench_aim.py --seeds 0 1 2 [--before-src DIR] [--mst] [--verbose]``.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ import numpy as np
 
 TARGET_SECONDS = 10.0
 TARGET_TV3 = 0.100
-PATHS = {"reference": {"incremental": False}, "fast": {}}
+PATHS = {"reference": {"incremental": False}, "fast": {}, "before": {}}
 
 
 def _worker(path: str, seed: int, epsilon: float, delta: float, verbose: bool) -> None:
@@ -67,10 +70,10 @@ def _worker(path: str, seed: int, epsilon: float, delta: float, verbose: bool) -
         "generate": res.seconds["generate"],
         "rounds": res.extras["rounds"],
         "anneal": sum(t["annealed"] for t in trace),
-        "iterations": sum(t["iterations"] for t in trace),
-        "final_iterations": res.extras["estimation"]["iterations"],
+        "iterations": sum(t.get("iterations", 0) for t in trace),
+        "final_iterations": res.extras.get("estimation", {}).get("iterations", 0),
         "selected": [list(t["clique"]) for t in trace],
-        "estimation": res.extras["estimation"],
+        "estimation": res.extras.get("estimation", {"gap": float("nan"), "loss": 1.0}),
         "model_mb": res.extras["model_mb"],
         "eps": res.epsilon,
     }
@@ -80,7 +83,10 @@ def _worker(path: str, seed: int, epsilon: float, delta: float, verbose: bool) -
 def _run(path: str, seed: int, args) -> dict:
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", path, str(seed)]
     cmd += ["--epsilon", repr(args.epsilon), "--delta", repr(args.delta)] + (["--verbose"] if args.verbose else [])
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True)
+    env = dict(os.environ)
+    if path == "before":  # AIM() of another source tree, e.g. the main checkout before these changes
+        env["PYTHONPATH"] = os.path.abspath(args.before_src)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True, env=env)
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT ") :])
@@ -93,7 +99,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--epsilon", type=float, default=1.0)
     ap.add_argument("--delta", type=float, default=1e-9)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--paths", nargs="+", choices=list(PATHS), default=list(PATHS))
+    ap.add_argument("--paths", nargs="+", choices=list(PATHS), default=["reference", "fast"])
+    ap.add_argument(
+        "--before-src",
+        metavar="DIR",
+        help="also run AIM() from this source directory (path 'before', e.g. a checkout of the code before "
+        "the fast path: --before-src /path/to/old/src); implies --paths ... before",
+    )
     ap.add_argument("--mst", action="store_true", help="also run MST on the same seeds")
     ap.add_argument("--verbose", action="store_true", help="print every AIM round")
     ap.add_argument("--worker", nargs=2, metavar=("PATH", "SEED"), help=argparse.SUPPRESS)
@@ -101,6 +113,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         _worker(args.worker[0], int(args.worker[1]), args.epsilon, args.delta, args.verbose)
         return 0
+    if args.before_src and "before" not in args.paths:
+        args.paths = ["before", *args.paths]
+    if "before" in args.paths and not args.before_src:
+        ap.error("--paths before needs --before-src DIR")
 
     print(f"adult, AIM at its published defaults; eps={args.epsilon:g}, delta={args.delta:g}; seeds {args.seeds}")
     rows: dict[str, list[dict]] = {p: [] for p in args.paths}
@@ -117,17 +133,19 @@ def main(argv: list[str] | None = None) -> int:
                 f"final gap/loss {est['gap'] / est['loss']:.1e}), eps spent {r['eps']:.6g}",
                 flush=True,
             )
-        if len(args.paths) == 2:
-            a, b = (rows[p][-1]["selected"] for p in args.paths)
-            if a == b:
-                print(f"  seed={seed}: same {len(a)} selections in the same order", flush=True)
-            else:
-                k = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-                print(
-                    f"  seed={seed}: selections differ from round {k + 1} of {len(a)}/{len(b)} "
-                    f"({a[k : k + 1]} vs {b[k : k + 1]})",
-                    flush=True,
-                )
+        if "fast" in rows:
+            b = rows["fast"][-1]["selected"]
+            for other in (p for p in args.paths if p != "fast"):
+                a = rows[other][-1]["selected"]
+                if a == b:
+                    print(f"  seed={seed}: fast and {other}: same {len(a)} selections in the same order", flush=True)
+                else:
+                    k = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+                    print(
+                        f"  seed={seed}: fast and {other}: selections differ from round {k + 1} of {len(b)}/{len(a)} "
+                        f"({b[k : k + 1]} vs {a[k : k + 1]})",
+                        flush=True,
+                    )
         if args.mst:
             from margsynth.data import load
             from margsynth.mechanisms.mst import MST
@@ -152,13 +170,13 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     if "fast" in rows:
         fast = rows["fast"]
-        if "reference" in rows:
-            ref = rows["reference"]
+        for other in (p for p in args.paths if p != "fast"):
+            ref = rows[other]
             cpu = [a["cpu"] / b["cpu"] for a, b in zip(ref, fast)]
             wall = [a["wall"] / b["wall"] for a, b in zip(ref, fast)]
             same = sum(a["selected"] == b["selected"] for a, b in zip(ref, fast))
             print(
-                f"speed-up (reference / fast): CPU {np.mean(cpu):.2f}x ({', '.join(f'{x:.2f}' for x in cpu)}), "
+                f"speed-up ({other} / fast): CPU {np.mean(cpu):.2f}x ({', '.join(f'{x:.2f}' for x in cpu)}), "
                 f"wall {np.mean(wall):.2f}x; same selections on {same} of {len(fast)} seeds"
             )
         tv_ok = max(r["tv3"] for r in fast) <= TARGET_TV3
