@@ -43,7 +43,9 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..domain import Domain
-from ..inference.pgm import estimate, junction_tree_size
+from ..inference.pgm import GraphicalModel, estimate, junction_tree_size, splice_clique
+from ..inference.pgm.factor import align
+from ..inference.pgm.junction_tree import BYTES_PER_CELL
 from ..privacy import BudgetLedger, NoisyMarginal, NoisyMarginals, exponential_mechanism, gaussian_mechanism
 from .base import (
     NO_RNG,
@@ -111,6 +113,25 @@ class AIM:
     alpha:
         The budget split of every round: share ``alpha`` of it measures (Gaussian), the
         rest ``1 - alpha`` selects (exponential mechanism); 0.9 in AIM Alg. 2.
+    incremental:
+        ``True`` (default): the fast path. The candidate filter sizes the model with one
+        clique added by re-triangulating only the part of the current junction tree the
+        clique touches (:func:`~margsynth.inference.pgm.splice_clique`, its results
+        kept across rounds) and the next model uses that structure when it is the
+        smaller one; the current model's marginals are computed once per round (a
+        candidate's marginal is summed from a cached superset's where possible). The
+        fits take the same iterates as on the reference path. ``False``: the reference
+        path (a full re-triangulation per candidate, variable elimination per
+        candidate), kept for the side-by-side benchmark (``benchmarks/bench_aim.py``).
+    round_gap_tol, round_rtol:
+        Optional stopping rules of the per-round fits on the fast path: the certified
+        relative Frank–Wolfe gap, or the relative loss decrease over 10 iterations
+        (see :func:`~margsynth.inference.pgm.estimate`); ``None`` (default): all
+        ``iters``, as AIM. Both change the fits, hence the annealing decisions and the
+        selections (docs/notes/aim.md).
+    final_rtol:
+        The same for the final fit (GENERATE, default Private-PGM generator only);
+        ``None`` (default): all ``final_iters``.
     """
 
     workload: tuple | None = None
@@ -123,6 +144,10 @@ class AIM:
     verbose: bool = False
     alpha: float = ALPHA
     generator: Generator | None = None
+    incremental: bool = True
+    round_gap_tol: float | None = None
+    round_rtol: float | None = None
+    final_rtol: float | None = None
 
     name = "aim"
 
@@ -143,6 +168,14 @@ class AIM:
         a = self.alpha
         if isinstance(a, bool) or not isinstance(a, (int, float)) or not 0 < a < 1:
             raise ValueError(f"alpha (measurement share of each round) must be in (0, 1), got {a!r}")
+        if not isinstance(self.incremental, bool):
+            raise ValueError(f"incremental must be True or False, got {self.incremental!r}")
+        for f in ("round_gap_tol", "round_rtol", "final_rtol"):
+            g = getattr(self, f)
+            if g is not None and (
+                isinstance(g, bool) or not isinstance(g, (int, float)) or not math.isfinite(g) or g < 0
+            ):
+                raise ValueError(f"{f} must be a finite number >= 0 or None, got {g!r}")
 
     def parameters(self) -> dict:
         return {
@@ -157,12 +190,19 @@ class AIM:
             "synthetic_records": self.synthetic_records,
             "alpha": self.alpha,
             "generator": {"name": self.generator_.name, **asdict(self.generator_)},
+            "incremental": self.incremental,
+            "round_gap_tol": self.round_gap_tol,
+            "round_rtol": self.round_rtol,
+            "final_rtol": self.final_rtol,
         }
 
     @property
     def generator_(self) -> Generator:
-        """The generator GENERATE uses: ``generator``, or Private-PGM with ``final_iters``."""
-        return PGMGenerator(iters=self.final_iters) if self.generator is None else self.generator
+        """The generator GENERATE uses: ``generator``, or Private-PGM with ``final_iters``
+        (on the fast path stopping when the loss stalls, ``final_rtol``)."""
+        if self.generator is not None:
+            return self.generator
+        return PGMGenerator(iters=self.final_iters, rtol=self.final_rtol if self.incremental else None)
 
     def compiled_workload(self, domain: Domain) -> list[tuple[tuple[str, ...], float]]:
         """The workload as validated ``(clique, weight)`` pairs (``ValueError`` on unknown attributes)."""
@@ -225,6 +265,8 @@ class AIM:
         times["estimate"] += time.perf_counter() - te
 
         trace = []
+        structure: list[tuple[str, ...]] = []  # extra cliques of the model (incremental path)
+        splice_cache: dict = {}  # re-triangulations of the candidate filter, kept across rounds
         t = 0
         terminate = False
         while not terminate:
@@ -239,16 +281,24 @@ class AIM:
 
             # SELECT
             ts = time.perf_counter()
-            small = self._filter(dom, candidates, measured, model, size_limit)
+            if self.incremental:
+                small, spliced = self._filter_incremental(dom, candidates, model, size_limit, splice_cache)
+                project = _RoundMarginals(model)
+            else:
+                small, spliced = self._filter(dom, candidates, measured, model, size_limit), {}
+                project = model.project
             keys = list(small)
             wts = np.array([small[c] for c in keys])
             sens = float(np.max(np.abs(wts))) if wts.size else 1.0
             if sens <= 0:
                 sens = 1.0
             bias = math.sqrt(2 / math.pi) * sigma
+            if self.incremental:  # largest first: their tables serve their subsets
+                for c in sorted(keys, key=len, reverse=True):
+                    project(c)
             q = np.array(
                 [
-                    w * (np.abs(answers[c] - model.project(c).ravel()).sum() - bias * answers[c].size)
+                    w * (np.abs(answers[c] - project(c).ravel()).sum() - bias * answers[c].size)
                     for c, w in zip(keys, wts)
                 ]
             )
@@ -265,9 +315,17 @@ class AIM:
             )
             noisy.append(NoisyMarginal(cl, y, sigma))
             measured.append(cl)
-            z = model.project(cl).ravel()
+            z = project(cl).ravel()
             te = time.perf_counter()
-            model = estimate(dom, NoisyMarginals(noisy).measurements(), iters=self.iters, warm_start=model)
+            measurements = NoisyMarginals(noisy).measurements()
+            if self.incremental:
+                structure = self._structure(dom, measured, structure, spliced.get(cl))
+                model = estimate(
+                    dom, measurements, iters=self.iters, warm_start=model, extra_cliques=structure,
+                    gap_tol=self.round_gap_tol, rtol=self.round_rtol,
+                )  # fmt: skip
+            else:
+                model = estimate(dom, measurements, iters=self.iters, warm_start=model)
             times["estimate"] += time.perf_counter() - te
             w = model.project(cl).ravel()
             annealed = bool(np.abs(w - z).sum() <= math.sqrt(2 / math.pi) * sigma * n_cl)
@@ -281,6 +339,8 @@ class AIM:
                     "budget_used": ledger.spent / rho,
                     "model_mb": model.size_mb,
                     "annealed": annealed,
+                    "iterations": int(model.stats["iterations"]),
+                    "gap": float(model.stats["gap"]),
                     "seconds": time.perf_counter() - t0,
                 }
             )
@@ -294,10 +354,13 @@ class AIM:
                 sigma /= 2
                 eps *= 2
 
-        # GENERATE (by default a final Private-PGM fit, warm-started, and Algorithms 7-8)
+        # GENERATE (by default a final Private-PGM fit, warm-started, on the incremental path
+        # over the last round's structure, and Algorithms 7-8)
         tg = time.perf_counter()
         marginals = NoisyMarginals(noisy)
-        out = self.generator_.generate(dom, marginals, rng, records=self.synthetic_records, warm_start=model)
+        out = self.generator_.generate(
+            dom, marginals, rng, records=self.synthetic_records, warm_start=model, extra_cliques=structure
+        )
         model = out.extras.get("model")
         times["generate"] = time.perf_counter() - tg
         times["total"] = time.perf_counter() - t0
@@ -336,6 +399,68 @@ class AIM:
                 cache[new] = mb
             if mb <= size_limit:
                 out[c] = w
+        return out
+
+
+    def _filter_incremental(
+        self, dom, candidates, model: GraphicalModel, size_limit: float, cache: dict | None = None
+    ) -> tuple[dict[tuple[str, ...], float], dict[tuple[str, ...], list[tuple[str, ...]]]]:
+        """:meth:`_filter` with the size of the model with one clique added computed from
+        the current junction tree (:func:`~margsynth.inference.pgm.splice_clique`).
+        Returns the eligible candidates and, for those outside every clique, the spliced
+        structure (the next model's, if selected)."""
+        out, spliced = {}, {}
+        tree = model.tree
+        for c, w in candidates.items():
+            if tree.find_clique(c) is not None:
+                out[c] = w
+                continue
+            cliques, cells = splice_clique(tree, c, cache=cache)
+            if cells * BYTES_PER_CELL / 2**20 <= size_limit:
+                out[c] = w
+                spliced[c] = cliques
+        return out, spliced
+
+    @staticmethod
+    def _structure(dom, measured, structure, spliced) -> list[tuple[str, ...]]:
+        """The next model's extra cliques: the spliced junction tree of the selected
+        candidate when it is smaller than a fresh triangulation of all measured cliques
+        (which :func:`~margsynth.inference.pgm.estimate` builds by itself), else none."""
+        if spliced is None:
+            return structure
+        fresh = junction_tree_size(dom, measured)[0]
+        cells = sum(math.prod(dom[a].size for a in c) for c in spliced)
+        return list(spliced) if cells < fresh else []
+
+
+class _RoundMarginals:
+    """The current model's marginals for one round of candidate scoring: every marginal is
+    computed once; one outside every clique is summed from a cached superset's table
+    when there is one (else variable elimination, :meth:`GraphicalModel.project`).
+    Candidates are scored largest first, so the 3-way tables serve their subsets."""
+
+    def __init__(self, model: GraphicalModel) -> None:
+        self.model = model
+        self.tree = model.tree
+        self.cache: dict[tuple[str, ...], np.ndarray] = {}
+
+    def __call__(self, attrs: tuple[str, ...]) -> np.ndarray:
+        hit = self.cache.get(attrs)
+        if hit is not None:
+            return hit
+        if self.tree.find_clique(attrs) is None:
+            dom = self.model.domain
+            for extra in dom.names:
+                if extra in attrs:
+                    continue
+                sup = dom.canonical((*attrs, extra))
+                table = self.cache.get(sup)
+                if table is not None:
+                    out = align(table, sup, attrs, reduce=True)
+                    self.cache[attrs] = out
+                    return out
+        out = self.model.project(attrs)
+        self.cache[attrs] = out
         return out
 
 

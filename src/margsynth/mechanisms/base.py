@@ -80,8 +80,12 @@ class SynthesisResult:
         return cls(synthetic, mechanism, parameters, float(eps), float(delta), ledger.records(), seconds, extras)
 
     def sidecar(self) -> dict[str, Any]:
-        """JSON-able description (the ``--out`` sidecar of ``margsynth synth``)."""
-        return {
+        """JSON-able description (the ``--out`` sidecar of ``margsynth synth``).
+
+        PGM-based mechanisms put the certificate of their final Private-PGM fit in
+        ``extras["estimation"]`` (:func:`~margsynth.inference.pgm.estimation_summary`:
+        loss, Frank–Wolfe gap, iterations, method); it is copied here as ``estimation``."""
+        out = {
             "mechanism": self.mechanism,
             "parameters": self.parameters,
             "epsilon_spent": self.epsilon,
@@ -90,6 +94,9 @@ class SynthesisResult:
             "ledger": self.ledger,
             "seconds": self.seconds,
         }
+        if self.extras.get("estimation") is not None:
+            out["estimation"] = dict(self.extras["estimation"])
+        return out
 
 
 class Mechanism(Protocol):

@@ -34,7 +34,7 @@ from ..domain import Domain
 from ..inference.consistency import make_consistent
 from ..inference.generated import Generated
 from ..inference.gum import GUM
-from ..inference.pgm import GraphicalModel, ModelTooLargeError, estimate, junction_tree_size
+from ..inference.pgm import GraphicalModel, ModelTooLargeError, estimate, estimation_summary, junction_tree_size
 from ..privacy import NoisyMarginals
 from .base import bounded_records, check_records
 
@@ -66,10 +66,13 @@ class PGMGenerator:
     """Private-PGM: fit a graphical model to the noisy marginals (Eq. 4.2, ``iters``
     mirror-descent steps), then Algorithms 7–8. A junction tree larger than
     ``memory_limit_mb`` MiB is refused (:class:`~margsynth.inference.pgm.ModelTooLargeError`,
-    a ``ValueError``) before it is allocated; ``None``: no limit."""
+    a ``ValueError``) before it is allocated; ``None``: no limit. ``rtol``: stop the fit
+    early once its loss stalls (see :func:`~margsynth.inference.pgm.estimate`); ``None``:
+    all ``iters``."""
 
     iters: int = 1000
     memory_limit_mb: float | None = None
+    rtol: float | None = None
 
     name: ClassVar[str] = "pgm"
 
@@ -82,6 +85,11 @@ class PGMGenerator:
             isinstance(mb, bool) or not isinstance(mb, (int, float)) or not mb > 0 or not math.isfinite(mb)
         ):
             raise ValueError(f"memory_limit_mb must be a finite number > 0 or None, got {mb!r}")
+        r = self.rtol
+        if r is not None and (
+            isinstance(r, bool) or not isinstance(r, (int, float)) or not math.isfinite(r) or r < 0
+        ):
+            raise ValueError(f"rtol must be a finite number >= 0 or None, got {r!r}")
 
     def check_size(self, domain: Domain, cliques: Sequence[Sequence[str]]) -> float:
         """The junction tree's size in MiB; ``ModelTooLargeError`` over ``memory_limit_mb``
@@ -98,12 +106,24 @@ class PGMGenerator:
         return mb
 
     def fit(
-        self, domain: Domain, marginals: NoisyMarginals, *, warm_start: GraphicalModel | None = None, sep: str = "/"
+        self,
+        domain: Domain,
+        marginals: NoisyMarginals,
+        *,
+        warm_start: GraphicalModel | None = None,
+        sep: str = "/",
+        extra_cliques: Sequence[Sequence[str]] = (),
     ) -> GraphicalModel:
-        """The Private-PGM model (Eq. 4.2) of ``marginals`` (each its own Eq. 4.1 term)."""
+        """The Private-PGM model (Eq. 4.2) of ``marginals`` (each its own Eq. 4.1 term);
+        ``extra_cliques``: unmeasured attribute sets the model's structure includes
+        (e.g. AIM's last junction tree, so a warm start carries over exactly)."""
         kw: dict[str, Any] = {"iters": int(self.iters)}
         if warm_start is not None:
             kw["warm_start"] = warm_start
+        if extra_cliques:
+            kw["extra_cliques"] = [tuple(c) for c in extra_cliques]
+        if self.rtol is not None:
+            kw["rtol"] = float(self.rtol)
         if self.memory_limit_mb is not None:
             self.check_size(domain, marginals.cliques)
             kw["memory_limit_mb"] = self.memory_limit_mb
@@ -118,13 +138,15 @@ class PGMGenerator:
         records: int | None = None,
         warm_start: GraphicalModel | None = None,
         sep: str = "/",
+        extra_cliques: Sequence[Sequence[str]] = (),
         **_: Any,
     ) -> Generated:
         """Fit (:meth:`fit`), then ``records`` records (default: the model's total) by
-        Algorithms 7–8. ``extras``: ``model``, ``model_stats`` and, under a memory limit,
-        ``junction_tree_mb``."""
+        Algorithms 7–8. ``extras``: ``model``, ``model_stats``, ``estimation`` (the fit's
+        optimality certificate, :func:`~margsynth.inference.pgm.estimation_summary`: loss,
+        Frank–Wolfe gap, iterations, method) and, under a memory limit, ``junction_tree_mb``."""
         n = check_records(records, columns=len(domain))
-        model = self.fit(domain, marginals, warm_start=warm_start, sep=sep)
+        model = self.fit(domain, marginals, warm_start=warm_start, sep=sep, extra_cliques=extra_cliques)
         note: dict[str, Any] = {}
         if n is None:  # the model's noisy total, within the bound decided before any noise
             n, note = bounded_records(model.total, len(domain))
@@ -133,6 +155,7 @@ class PGMGenerator:
         if self.memory_limit_mb is not None:
             extras["junction_tree_mb"] = junction_tree_size(domain, list(marginals.cliques))[1]
         extras["model_stats"] = {k: v for k, v in model.stats.items() if k != "loss_history"}
+        extras["estimation"] = estimation_summary(model)
         return Generated(synth, extras)
 
 

@@ -17,10 +17,16 @@ Typical use (what MST/AIM do)::
     synth = model.synthetic_data(rng=np.random.default_rng(0))
 """
 
-from .estimation import estimate, evaluate_loss
+from .estimation import estimate, estimation_summary, evaluate_loss
 from .factor import Factor
 from .inference import BeliefPropagation, marginal, variable_elimination
-from .junction_tree import JunctionTree, ModelTooLargeError, build_junction_tree, junction_tree_size
+from .junction_tree import (
+    JunctionTree,
+    ModelTooLargeError,
+    build_junction_tree,
+    junction_tree_size,
+    splice_clique,
+)
 from .measurement import Measurement, compile_measurements, estimate_total
 from .model import GraphicalModel, synthetic_column
 
@@ -35,8 +41,10 @@ __all__ = [
     "compile_measurements",
     "estimate",
     "estimate_total",
+    "estimation_summary",
     "evaluate_loss",
     "junction_tree_size",
+    "splice_clique",
     "marginal",
     "synthetic_column",
     "variable_elimination",

@@ -39,10 +39,28 @@ in 1,000 iterations, where plain mirror descent needs ~30,000
 (``benchmarks/bench_pgm.py``). ``method="mirror_descent"`` is the plain
 algorithm of the ICML paper.
 
+Optimality certificate: the problem is convex, so every fit returns, besides its
+loss ``L(mu)``, the Frank–Wolfe duality gap (Jaggi, "Revisiting Frank-Wolfe:
+projection-free sparse convex optimization", ICML 2013, §2)
+
+    G = max_{s in M} <grad L(mu), mu - s>  >=  L(mu) - min_M L,
+
+``M`` the marginal polytope of the junction tree. A linear function is minimised
+over ``M`` at a vertex, a point mass, so ``G`` costs one max-product (MAP) pass
+(:meth:`~.inference.BeliefPropagation.max_product`). It is in
+``model.stats["gap"]``; :func:`estimation_summary` gives ``{"loss", "gap",
+"iterations", "method"}``, which every PGM-based mechanism reports as
+``extras["estimation"]`` and in its sidecar. ``gap_tol`` stops a fit once
+``G <= gap_tol * L`` (a certified stop); ``rtol`` once the loss stalls (an
+uncertified one, for callers such as AIM's rounds where the bound is loose — see
+docs/notes/aim.md).
+
 Speed: measurements are folded into per-clique quadratic terms once
-(identity measurements of the same attribute set become one
-``a * mu - b`` gradient, computed over all cliques in two vector
-operations); parameters, marginals and gradients live in flat vectors;
+(identity measurements of the same attribute set become one ``a * mu - b``
+gradient; those over a whole clique are computed over all cliques in two
+vector operations, those over part of a clique through one sparse 0/1 matrix
+``S`` that sums clique cells into measured cells, ``ps = S p`` and
+``G += S^T g``); parameters, marginals and gradients live in flat vectors;
 belief propagation is the compiled schedule of :class:`~.inference.BeliefPropagation`.
 """
 
@@ -54,6 +72,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 from tqdm.auto import tqdm
 
 from ...domain import Domain
@@ -63,7 +82,7 @@ from .junction_tree import build_junction_tree
 from .measurement import CompiledMeasurement, Measurement, compile_measurements, estimate_total
 from .model import GraphicalModel
 
-__all__ = ["LOSSES", "METHODS", "Objective", "estimate", "evaluate_loss"]
+__all__ = ["LOSSES", "METHODS", "Objective", "estimate", "estimation_summary", "evaluate_loss"]
 
 LOSSES = ("l2", "l1")
 STEP_GROWTH = 1.1  # growth of the step after an accepted step (Armijo backtracking halves it)
@@ -167,6 +186,22 @@ class Objective:
             )
             for i, t in enumerate(folded)
         ]
+        # the same sums as one sparse 0/1 matrix S (marginal cell <- clique cell): ps = S p and
+        # G += S^T g replace a reduction and a broadcast add per term (two calls instead of
+        # ~2 per measurement: the hot loop is call-bound on models of ~10^4 cells)
+        self._S = self._ST = None
+        if folded:
+            rows, cols = [], []
+            for i, t in enumerate(folded):
+                c = t.clique
+                cell = np.arange(bp.offsets[c], bp.offsets[c + 1], dtype=np.int64)
+                idx = np.indices(bp.shapes[c]).reshape(len(bp.shapes[c]), -1)
+                kept = tuple(idx[k] if t.b.shape[k] > 1 else np.zeros_like(idx[k]) for k in range(len(t.b.shape)))
+                rows.append(off[i] + np.ravel_multi_index(kept, t.b.shape))
+                cols.append(cell)
+            r, c_ = np.concatenate(rows), np.concatenate(cols)
+            self._S = sp.csr_matrix((np.ones(r.size), (r, c_)), shape=(int(off[-1]), bp.size))
+            self._ST = self._S.T.tocsr()
 
     def value_and_grad(self, p_flat: np.ndarray, p: list[np.ndarray], G_flat: np.ndarray, G: list[np.ndarray]) -> float:
         if self.has_full:
@@ -178,13 +213,11 @@ class Objective:
             G_flat.fill(0.0)
             val = 0.0
         if self._folded:
-            for c, axes, ps, _ in self._folded:
-                np.sum(p[c], axis=axes, keepdims=True, out=ps)
+            self._ps[:] = self._S @ p_flat
             np.multiply(self._a, self._ps, out=self._g)
             self._g -= self._b
             val += 0.5 * float((self._g * self._a_inv) @ self._g) + self._sub_const
-            for c, _, _, g in self._folded:
-                G[c] += g
+            G_flat += self._ST @ self._g
         l1 = self.loss == "l1"
         for t in self.subs:
             pc = p[t.clique]
@@ -263,6 +296,8 @@ def estimate(
     memory_limit_mb: float | None = None,
     extra_cliques: Sequence[Sequence[str]] = (),
     step_size: float | None = None,
+    gap_tol: float | None = None,
+    rtol: float | None = None,
 ) -> GraphicalModel:
     """Fit a graphical model to noisy measurements (Private-PGM, Eq. 4.2).
 
@@ -305,13 +340,32 @@ def estimate(
         Attribute sets to include in the model's structure without measuring them.
     step_size:
         Initial step; default ``1/Lip`` (see the module docstring).
+    gap_tol:
+        Stopping rule on the optimality certificate: stop as soon as the
+        Frank–Wolfe gap (below) is at most ``gap_tol * loss`` (checked every
+        ``GAP_EVERY`` iterations, also before the first). ``None`` (default):
+        run all ``iters``.
+    rtol:
+        Stopping rule on progress (smooth loss only): stop as soon as the loss fell
+        by at most ``rtol * loss`` over the last ``GAP_EVERY`` iterations (the
+        descent is monotone, so this is a stall, not a detour). Unlike ``gap_tol``
+        it certifies nothing; the returned ``gap`` still does. ``None`` (default):
+        no such rule.
 
     Returns
     -------
     GraphicalModel, with ``stats`` holding ``loss_history`` (loss of the
-    iterate after each iteration), ``loss``, ``step_size``, ``iterations``,
-    ``evaluations`` (belief propagations), ``restarts``, ``method``,
-    ``total_estimated``, ``setup_seconds`` and ``seconds``.
+    iterate after each iteration), ``loss``, ``gap``, ``step_size``,
+    ``iterations``, ``evaluations`` (belief propagations), ``restarts``,
+    ``method``, ``total_estimated``, ``setup_seconds`` and ``seconds``.
+
+    ``gap`` is the optimality certificate of the returned model: the
+    Frank–Wolfe duality gap ``max_{s in M} <grad L(mu), mu - s>`` over the
+    marginal polytope ``M`` of the junction tree, computed with one
+    max-product pass (a linear function over ``M`` is minimised at a point
+    mass, the MAP assignment of the potentials ``-grad L``). ``L`` is convex
+    in ``mu``, so ``loss - gap <= min_M L <= loss``: the estimate is certified
+    within ``gap`` of the optimum of Eq. (4.2).
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -329,6 +383,8 @@ def estimate(
             memory_limit_mb=memory_limit_mb,
             extra_cliques=extra_cliques,
             step_size=step_size,
+            gap_tol=gap_tol,
+            rtol=rtol,
         )
 
 
@@ -373,6 +429,20 @@ class _Iterate:
         self.k = 0  # accepted steps since the last (re)start of the momentum
         self.restarts = 0
         self.best_val, self.best_theta = self.val, None
+        self.last_gap: float | None = None
+        self.gap_stop = False
+
+    def gap(self) -> float:
+        """The Frank–Wolfe gap of the iterate, ``max_{s in M} <grad L(mu), mu - s>``
+        (M the marginal polytope of the junction tree): ``<G, mu> - min_x sum_C G_C(x_C)``,
+        the minimum over the polytope's vertices (point masses) found by one max-product
+        pass on ``-G`` (:meth:`~.inference.BeliefPropagation.max_product`). By convexity
+        of ``L``, ``L(mu) - L* <= gap`` (Jaggi, ICML 2013, "Revisiting Frank-Wolfe", §2;
+        for the L1 loss with its subgradient, the same inequality)."""
+        bp = self.ev.bp
+        lin = float(self.G @ self.p)
+        best = bp.max_product(bp.views(np.negative(self.G)))  # max_x sum_C -G_C(x_C)
+        return max(lin + best, 0.0)
 
     def accept(self, new_val: float) -> None:
         """The trial point ``*_new`` becomes the iterate."""
@@ -455,15 +525,41 @@ _STEPS: dict[str, Callable[[_Iterate, int], bool]] = {
 }
 
 
-def _descend(s: _Iterate, step: Callable[[_Iterate, int], bool], iters: int, callback, progress: bool) -> np.ndarray:
+#: With ``gap_tol``, the certificate is checked every ``GAP_EVERY`` iterations (one
+#: max-product pass, about half a belief propagation).
+GAP_EVERY = 10
+
+
+def _descend(
+    s: _Iterate,
+    step: Callable[[_Iterate, int], bool],
+    iters: int,
+    callback,
+    progress: bool,
+    gap_tol: float | None = None,
+    rtol: float | None = None,
+) -> np.ndarray:
     """The loop shared by every method: up to ``iters`` calls of ``step``, the loss after
-    each, progress bar and callback. Returns the loss history."""
+    each, progress bar and callback; with ``gap_tol``, stops (before the step) as soon as
+    the certified gap is at most ``gap_tol * loss``; with ``rtol``, as soon as the loss
+    fell by at most ``rtol * loss`` over the last ``GAP_EVERY`` iterations. Returns the
+    loss history."""
     history = np.empty(iters)
     done = 0
+    checked = None  # the loss at the last progress check (rtol)
     bar = None
     if progress:
         bar = tqdm(total=iters, desc="Private-PGM", unit="it", mininterval=0.5)
     for t in range(iters):
+        if gap_tol is not None and t % GAP_EVERY == 0:
+            s.last_gap = s.gap()
+            if s.last_gap <= gap_tol * max(s.val, 0.0):
+                s.gap_stop = True  # last_gap certifies the current iterate
+                break
+        if rtol is not None and t % GAP_EVERY == 0:
+            if checked is not None and checked - s.val <= rtol * abs(s.val):
+                break
+            checked = s.val
         if not step(s, t):
             break
         history[t] = s.val
@@ -492,11 +588,17 @@ def _estimate(
     memory_limit_mb,
     extra_cliques,
     step_size,
+    gap_tol,
+    rtol=None,
 ):
     t0 = time.perf_counter()
     if isinstance(iters, bool) or int(iters) != iters or iters < 0:
         raise ValueError(f"iters must be a non-negative integer, got {iters!r}")
     iters = int(iters)
+    if gap_tol is not None and (isinstance(gap_tol, bool) or not np.isfinite(gap_tol) or gap_tol < 0):
+        raise ValueError(f"gap_tol must be a finite number >= 0 or None, got {gap_tol!r}")
+    if rtol is not None and (isinstance(rtol, bool) or not np.isfinite(rtol) or rtol < 0):
+        raise ValueError(f"rtol must be a finite number >= 0 or None, got {rtol!r}")
     compiled = compile_measurements(domain, measurements)
     if not compiled:
         raise ValueError("estimate needs at least one measurement")
@@ -535,12 +637,14 @@ def _estimate(
     s.eta0 = s.eta if step_size is not None else 1.0 / max(float(np.abs(s.G).max()), 1e-300)  # L1 schedule
     setup = time.perf_counter() - t0
     step = _STEPS[method] if smooth else _subgradient_step
-    history = _descend(s, step, iters, callback, progress)
+    history = _descend(s, step, iters, callback, progress, gap_tol, rtol if smooth else None)
+    if not smooth and s.best_theta is not None:  # non-monotone subgradient method: keep the best iterate
+        s.theta = ev.adopt(s.best_theta)
+        s.val = ev(s.theta, s.p, s.G)  # marginals and gradient of the best iterate, for its certificate
+        ev.count -= 1  # not a descent evaluation
+        s.gap_stop = False
+    gap = s.last_gap if s.gap_stop else s.gap()
     theta, val = s.theta, s.val
-    if not smooth:  # non-monotone subgradient method: keep the best iterate
-        if s.best_theta is not None:
-            theta = ev.adopt(s.best_theta)
-        val = s.best_val
     # shift log Z into the root's potential (a tidy, normalised parameter vector)
     th_views = bp.views(theta)
     log_z = bp.calibrate(th_views, bp.views(s.p_new))
@@ -549,6 +653,7 @@ def _estimate(
     model.stats.update(
         loss_history=history,
         loss=float(val),
+        gap=float(gap),
         step_size=float(s.eta) if smooth else float(s.eta0),
         iterations=history.size,
         evaluations=ev.count,
@@ -559,6 +664,20 @@ def _estimate(
         seconds=time.perf_counter() - t0,
     )
     return model
+
+
+def estimation_summary(model: GraphicalModel) -> dict:
+    """``{"loss", "gap", "iterations", "method"}`` of a model fitted by :func:`estimate`:
+    its loss, the certified Frank–Wolfe gap (``loss - gap <= min L <= loss``), the
+    iterations run and the method — what every PGM-based mechanism reports as
+    ``extras["estimation"]`` (and in its sidecar)."""
+    st = model.stats
+    return {
+        "loss": float(st["loss"]),
+        "gap": float(st["gap"]),
+        "iterations": int(st["iterations"]),
+        "method": str(st["method"]),
+    }
 
 
 def evaluate_loss(model: GraphicalModel, measurements: Sequence[Measurement], loss: str = "l2") -> float:

@@ -146,8 +146,22 @@ def contract(operands: Sequence[tuple[Sequence[str], object]], out: Sequence[str
     arrays = [arr for _, arr in operands]
     sub = subs + "->" + "".join(letter[a] for a in out)
     if xp.name == "numpy":
-        return np.einsum(sub, *arrays, optimize="greedy")
+        # numpy's greedy path search costs more than the contraction on small tables: the
+        # path depends only on the subscripts and shapes, so it is searched once per pair
+        key = (sub, tuple(a.shape for a in arrays))
+        path = _PATHS.get(key)
+        if path is None:
+            path = np.einsum_path(sub, *arrays, optimize="greedy")[0]
+            if len(_PATHS) >= _MAX_PATHS:
+                _PATHS.clear()
+            _PATHS[key] = path
+        return np.einsum(sub, *arrays, optimize=path)
     return xp.einsum(sub, *arrays)
+
+
+#: einsum contraction paths of :func:`contract`, by (subscripts, shapes)
+_PATHS: dict[tuple, list] = {}
+_MAX_PATHS = 8192
 
 
 def logsumexp(values, axis=None, keepdims: bool = False):

@@ -41,6 +41,10 @@ __all__ = ["BeliefPropagation", "marginal", "variable_elimination"]
 # Both are far below anything a count can show; exactness tests are unaffected.
 LOG_FLOOR = -250.0
 PROB_FLOOR = 1e-150
+# the ufunc reductions themselves (what ndarray.sum/max call, without the wrapper's overhead;
+# the hot loop makes ~10^6 of these small reductions)
+_SUM = np.add.reduce
+_MAX = np.maximum.reduce
 
 
 class BeliefPropagation:
@@ -78,6 +82,17 @@ class BeliefPropagation:
             down.append((c, p, p_axes, to_child))
         self._up, self._down = up, down
         self._scratch = self.views(np.empty(self.size))
+        # per-edge buffers of the reductions (no allocation in the hot loop)
+        k = len(tree.cliques)
+        self._mx: list = [None] * k
+        self._sums: list = [None] * k
+        self._msgs: list = [None] * k
+        self._seps: list = [None] * k
+        for c, p, axes, to_parent in up:
+            kept = tuple(1 if i in axes else n for i, n in enumerate(self.shapes[c]))
+            self._mx[c], self._sums[c], self._msgs[c] = np.empty(kept), np.empty(kept), np.empty(kept)
+        for c, p, axes, to_child in down:
+            self._seps[c] = np.empty(tuple(n for i, n in enumerate(self.shapes[p]) if i not in axes))
 
     def views(self, flat: np.ndarray) -> list[np.ndarray]:
         """Per-clique shaped views into a flat vector of length ``self.size``."""
@@ -95,14 +110,14 @@ class BeliefPropagation:
         cond_s: list = [None] * len(acc)
         for c, p, axes, to_parent in self._up:
             x = acc[c]
-            mx = x.max(axis=axes, keepdims=True)
+            mx = _MAX(x, axis=axes, keepdims=True, out=self._mx[c])
             e = buf[c]
             np.subtract(x, mx, out=e)
             np.maximum(e, LOG_FLOOR, out=e)
             np.exp(e, out=e)
-            s = e.sum(axis=axes, keepdims=True)
+            s = _SUM(e, axis=axes, keepdims=True, out=self._sums[c])
             cond_s[c] = s
-            msg = np.log(s)
+            msg = np.log(s, out=self._msgs[c])
             msg += mx
             msg = msg.reshape(to_parent)
             if owned[p]:
@@ -120,11 +135,54 @@ class BeliefPropagation:
         z = e.sum()
         np.multiply(e, 1.0 / z, out=out[r])
         for c, p, axes, to_child in self._down:
-            ps = out[p].sum(axis=axes).reshape(to_child)
+            ps = _SUM(out[p], axis=axes, out=self._seps[c]).reshape(to_child)
             ps /= cond_s[c]
             np.maximum(ps, PROB_FLOOR, out=ps)
             np.multiply(buf[c], ps, out=out[c])
         return float(np.log(z) + mx)
+
+    def max_product(self, theta: Sequence[np.ndarray], *, assignment: bool = False):
+        """``max_x sum_C theta_C(x_C)`` by log-space max-product (Koller & Friedman 2009,
+        §13.3: max-sum message passing on a clique tree is exact).
+
+        The collect pass of :meth:`calibrate` with ``max`` in place of ``logsumexp``:
+        clique ``C`` sends ``m_{C->P}(x_S) = max_{x_{C\\S}} (theta_C + sum of its
+        children's messages)``; the maximum of the root's belief is the MAP value.
+        With ``assignment=True`` a decoding pass (root to leaves, each clique's
+        maximiser given its separator's values) returns ``(value, x)``, ``x`` a
+        dict attribute -> code of one maximising joint assignment.
+
+        This is the linear minimisation oracle of the Frank–Wolfe gap of
+        :func:`~.estimation.estimate`: a linear function over the marginal polytope
+        is minimised at a point mass (McKenna, Sheldon & Miklau, ICML 2019,
+        arXiv:1901.09136, §4 — the polytope's vertices are the integral marginals).
+        """
+        acc = [np.asarray(t, dtype=np.float64) for t in theta]
+        owned = [False] * len(acc)
+        for c, p, axes, to_parent in self._up:
+            msg = acc[c].max(axis=axes, keepdims=True).reshape(to_parent)
+            if owned[p]:
+                acc[p] += msg
+            else:
+                acc[p] = acc[p] + msg
+                owned[p] = True
+        r = self.root
+        value = float(acc[r].max())
+        if not assignment:
+            return value
+        tree = self.tree
+        x: dict[str, int] = {}
+        for c in tree.order:  # parents first: the separator is fixed when the child is decoded
+            cl = tree.cliques[c]
+            belief = acc[c]
+            index = tuple(x[a] if a in x else slice(None) for a in cl)
+            sub = belief[index]
+            free = [a for a in cl if a not in x]
+            if free:
+                pos = np.unravel_index(int(np.argmax(sub)), sub.shape)
+                for a, v in zip(free, pos):
+                    x[a] = int(v)
+        return value, x
 
 
 def _safe_neglog(p: np.ndarray) -> np.ndarray:

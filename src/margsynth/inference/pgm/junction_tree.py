@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import networkx as nx
 import numpy as np
@@ -28,6 +29,7 @@ __all__ = [
     "ModelTooLargeError",
     "build_junction_tree",
     "junction_tree_size",
+    "splice_clique",
     "triangulate",
 ]
 
@@ -159,7 +161,11 @@ class JunctionTree:
         return out
 
     def clique_cells(self) -> list[int]:
-        return [_cells(self.domain, c) for c in self.cliques]
+        return list(self._cells_tuple)
+
+    @cached_property
+    def _cells_tuple(self) -> tuple[int, ...]:
+        return tuple(_cells(self.domain, c) for c in self.cliques)
 
     @property
     def cells(self) -> int:
@@ -171,16 +177,34 @@ class JunctionTree:
         """Size of one float64 copy of every clique table, in MiB (``cells * 8 / 2**20``)."""
         return self.cells * BYTES_PER_CELL / 2**20
 
+    @cached_property
+    def _sets(self) -> tuple[frozenset, ...]:
+        return tuple(frozenset(c) for c in self.cliques)
+
+    @cached_property
+    def _by_cells(self) -> tuple[int, ...]:
+        """Clique indices, smallest first (ties by index): ``find_clique``'s search order."""
+        cells = self.clique_cells()
+        return tuple(sorted(range(len(self.cliques)), key=lambda i: (cells[i], i)))
+
+    @cached_property
+    def _adjacency(self) -> tuple[frozenset, ...]:
+        nb: list[set[int]] = [set() for _ in self.cliques]
+        for i, p in enumerate(self.parent):
+            if p >= 0:
+                nb[i].add(p)
+                nb[p].add(i)
+        return tuple(frozenset(x) for x in nb)
+
     def find_clique(self, attrs: Iterable[str]) -> int | None:
-        """Index of the smallest clique containing ``attrs`` (None if none does)."""
+        """Index of the smallest clique containing ``attrs`` (None if none does; among
+        equally small ones the first)."""
         want = set(attrs)
-        best, best_cells = None, None
-        for i, c in enumerate(self.cliques):
-            if want <= set(c):
-                cells = _cells(self.domain, c)
-                if best is None or cells < best_cells:
-                    best, best_cells = i, cells
-        return best
+        sets = self._sets
+        for i in self._by_cells:
+            if want <= sets[i]:
+                return i
+        return None
 
     def covering_subtree(self, attrs: Iterable[str]) -> list[int]:
         """A connected set of cliques whose union contains ``attrs``: the whole
@@ -188,22 +212,27 @@ class JunctionTree:
         (valid by the running-intersection property)."""
         want = set(attrs)
         alive = set(range(len(self.cliques)))
-        adj = {i: set(self.neighbors(i)) for i in alive}
+        adj = self._adjacency
+        sets = self._sets
+        cells = self.clique_cells()
+        by_size = sorted(alive, key=lambda k: -cells[k])  # largest first (stable: ties by index)
         changed = True
         while changed and len(alive) > 1:
             changed = False
-            for i in sorted(alive, key=lambda k: -_cells(self.domain, self.cliques[k])):
+            for i in by_size:
+                if i not in alive:
+                    continue
                 nb = adj[i] & alive
                 if len(nb) > 1:
                     continue
-                mine = want & set(self.cliques[i])
+                mine = want & sets[i]
                 if len(nb) == 0:  # isolated (disconnected forest pieces joined by empty separators)
                     if not mine:
                         alive.discard(i)
                         changed = True
                     continue
                 (j,) = nb
-                if mine <= set(self.cliques[j]):
+                if mine <= sets[j]:
                     alive.discard(i)
                     changed = True
                     if len(alive) == 1:
@@ -289,3 +318,58 @@ def junction_tree_size(
     heuristics = HEURISTICS if heuristic == "auto" else (heuristic,)
     total = min(sum(_cells(domain, c) for c in triangulate(domain, graph, h)[1]) for h in heuristics)
     return int(total), total * BYTES_PER_CELL / 2**20
+
+
+def splice_clique(
+    tree: JunctionTree, clique: Sequence[str], *, heuristic: str = "auto", cache: dict | None = None
+) -> tuple[list[tuple[str, ...]], int]:
+    """Maximal cliques (and their total cells) of a junction tree for ``tree``'s model
+    with ``clique`` added, re-triangulating only the part of ``tree`` it touches.
+
+    The smallest connected set ``S`` of cliques covering ``clique``
+    (:meth:`JunctionTree.covering_subtree`) spans the attributes ``V``; the chordal
+    graph of ``tree`` restricted to ``V`` (its cliques in ``S``, made complete) plus
+    the edges of ``clique`` is triangulated again (greedy elimination,
+    :func:`triangulate`; ``"auto"``: the best of the heuristics) and its maximal
+    cliques replace ``S``. Every other clique meets ``V`` only in a separator, which
+    is complete in both parts, so the result is chordal (a clique-sum of chordal
+    graphs; Koller & Friedman 2009, §10.4) and contains ``clique``: a valid junction
+    tree, in ``O(|V|^3)`` instead of a triangulation of the whole graph. This is the
+    incremental size test of AIM's candidate filter (McKenna et al., PVLDB 2022,
+    arXiv:2201.12677, Alg. 2 line 8, ``JT-SIZE(M ∪ {r})``; see docs/notes/aim.md).
+
+    If ``clique`` already lies in a clique of ``tree``, returns ``tree``'s cliques.
+    ``cache``: a dict owned by the caller that keeps the re-triangulation of each
+    (covering cliques, ``clique``) pair, for callers that splice the same candidates into
+    a slowly changing tree (AIM's rounds).
+    """
+    dom = tree.domain
+    clique = dom.check_attrs(clique, "clique")
+    if tree.find_clique(clique) is not None:
+        return list(tree.cliques), tree.cells
+    sub = tree.covering_subtree(clique)
+    inside = set(sub)
+    key = (clique, tuple(tree.cliques[i] for i in sub), heuristic)
+    new = cache.get(key) if cache is not None else None
+    if new is None:
+        V = set(clique).union(*(tree.cliques[i] for i in sub))
+        adj: dict[str, set[str]] = {a: set() for a in V}
+        for cl in [*(tree.cliques[i] for i in sub), clique]:
+            for a in cl:
+                adj[a].update(cl)
+                adj[a].discard(a)
+        heuristics = HEURISTICS if heuristic == "auto" else (heuristic,)
+        best = None
+        for h in heuristics:
+            maximal = triangulate(dom, adj, h)[1]
+            total = sum(_cells(dom, c) for c in maximal)
+            if best is None or total < best[0]:
+                best = (total, maximal)
+        new = best[1]
+        if cache is not None:
+            cache[key] = new
+    out = [tuple(c) for c in (dom.canonical(m) for m in new)]
+    for i, c in enumerate(tree.cliques):
+        if i not in inside and not any(set(c) <= m for m in new):
+            out.append(c)
+    return out, int(sum(_cells(dom, c) for c in out))

@@ -1,0 +1,210 @@
+"""The optimality certificate of Private-PGM estimation (the Frank–Wolfe gap).
+
+* log-space max-product on the junction tree equals brute-force MAP (value and a
+  maximising assignment) on trees, cycles, a 4-clique and a disconnected model, with
+  random potentials;
+* the certified gap bounds the suboptimality: ``gap >= L(mu) - L*`` with ``L*`` from an
+  independent solver (active-set NNLS over the full joint of a tiny domain), at every
+  iteration count, for identity, sparse and callable queries;
+* the gap goes to 0 as the iterations grow, and ``gap_tol`` stops the descent with the
+  certificate met;
+* the certificate reaches the mechanisms' results (``extras["estimation"]`` and the sidecar).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+from margsynth import Domain
+from margsynth.inference.pgm import BeliefPropagation, build_junction_tree, estimate
+from tests.test_pgm_estimation import STRUCTURES, _full_joint_reference, _tiny_problem
+
+SIZES = {"a": 2, "b": 3, "c": 4, "d": 2, "e": 3}
+
+
+def _brute_force_map(dom: Domain, cliques, theta):
+    best, arg = -np.inf, None
+    for x in itertools.product(*(range(dom[a].size) for a in dom.names)):
+        xd = dict(zip(dom.names, x))
+        v = sum(t[tuple(xd[a] for a in c)] for c, t in zip(cliques, theta))
+        if v > best:
+            best, arg = v, xd
+    return best, arg
+
+
+@pytest.mark.parametrize("name", STRUCTURES)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_max_product_matches_brute_force_map(name, seed):
+    dom = Domain.from_sizes(SIZES)
+    tree = build_junction_tree(dom, STRUCTURES[name])
+    bp = BeliefPropagation(tree)
+    rng = np.random.default_rng(seed)
+    theta = [rng.normal(scale=2.0, size=s) for s in bp.shapes]
+    if seed == 2:  # ties: integer potentials
+        theta = [np.round(t) for t in theta]
+    want, _ = _brute_force_map(dom, tree.cliques, theta)
+    assert bp.max_product(theta) == pytest.approx(want, abs=1e-12)
+    value, x = bp.max_product(theta, assignment=True)
+    assert value == pytest.approx(want, abs=1e-12)
+    assert set(x) == set(dom.names)
+    score = sum(t[tuple(x[a] for a in c)] for c, t in zip(tree.cliques, theta))
+    assert score == pytest.approx(want, abs=1e-12)  # the decoded assignment attains the MAP value
+
+
+@pytest.mark.parametrize("kind", ["identity", "sparse", "callable"])
+def test_gap_bounds_the_suboptimality(kind):
+    dom, ms = _tiny_problem(kind)
+    total = 100.0
+    ref = _full_joint_reference(dom, ms, total)  # >= the true optimum L*
+    gaps = []
+    for iters in (0, 1, 3, 10, 30, 100, 1500):
+        st = estimate(dom, ms, iters=iters, total=total).stats
+        L, G = st["loss"], st["gap"]
+        assert G >= 0
+        # L - L* <= L - ref ... so the certificate must cover L - ref; equivalently L - G is a lower bound
+        assert L - G <= ref + 1e-7 * max(1.0, ref), f"iters={iters}: L={L}, gap={G}, reference L*={ref}"
+        gaps.append(G)
+    assert gaps[-1] <= 1e-4 * max(1.0, ref)  # G -> 0
+    assert gaps[-1] <= 1e-3 * gaps[0]
+
+
+@pytest.mark.parametrize("method", ["accelerated", "mirror_descent"])
+def test_gap_goes_to_zero_on_a_cycle(method):
+    dom = Domain.from_sizes(SIZES)
+    rng = np.random.default_rng(3)
+    from tests.test_pgm_estimation import exact_measurements, sample_data
+
+    data = sample_data(dom, 500, seed=3)
+    ms = exact_measurements(data, STRUCTURES["cycle"])
+    ms = [type(m)(m.clique, None, m.y + rng.normal(0, 2.0, m.y.size), 2.0) for m in ms]
+    g = [estimate(dom, ms, iters=k, method=method).stats["gap"] for k in (5, 50, 500)]
+    assert g[2] < g[1] < g[0]
+    if method == "accelerated":  # plain mirror descent needs ~10x more iterations
+        loss = estimate(dom, ms, iters=500, method=method).stats["loss"]
+        assert g[2] <= 1e-3 * loss
+
+
+def test_gap_tol_stops_with_the_certificate_met():
+    dom, ms = _tiny_problem("identity")
+    full = estimate(dom, ms, iters=1500, total=100.0)
+    tol = 1e-3
+    early = estimate(dom, ms, iters=1500, total=100.0, gap_tol=tol)
+    st = early.stats
+    assert st["iterations"] < full.stats["iterations"]
+    assert st["gap"] <= tol * st["loss"]
+    # the reported gap is the certificate of the returned model: recompute it from scratch
+    again = estimate(dom, ms, iters=0, total=100.0, warm_start=early)
+    assert again.stats["gap"] == pytest.approx(st["gap"], rel=1e-6, abs=1e-9)
+    with pytest.raises(ValueError, match="gap_tol"):
+        estimate(dom, ms, iters=10, gap_tol=-1.0)
+
+
+def test_rtol_stops_when_the_loss_stalls():
+    """``rtol``: the fit stops at the first check (every ``GAP_EVERY`` iterations) where the
+    loss fell by at most ``rtol * loss`` since the previous check; the history up to there
+    is the full run's, and the returned gap is still the returned model's certificate."""
+    from margsynth.inference.pgm.estimation import GAP_EVERY
+
+    dom, ms = _tiny_problem("identity")
+    full = estimate(dom, ms, iters=1500, total=100.0)
+    h = full.stats["loss_history"]
+    for tol in (1e-4, 1e-8):
+        early = estimate(dom, ms, iters=1500, total=100.0, rtol=tol)
+        k = early.stats["iterations"]
+        assert k < 1500 and k % GAP_EVERY == 0
+        np.testing.assert_array_equal(early.stats["loss_history"], h[:k])  # same iterates
+        assert k >= 2 * GAP_EVERY
+        assert h[k - GAP_EVERY - 1] - h[k - 1] <= tol * h[k - 1]  # stalled at the stop ...
+        for j in range(2 * GAP_EVERY, k, GAP_EVERY):  # ... and at no earlier check
+            assert h[j - GAP_EVERY - 1] - h[j - 1] > tol * h[j - 1]
+        again = estimate(dom, ms, iters=0, total=100.0, warm_start=early)
+        assert again.stats["gap"] == pytest.approx(early.stats["gap"], rel=1e-6, abs=1e-9)
+        assert early.stats["loss"] - early.stats["gap"] <= full.stats["loss"] + 1e-9
+    assert estimate(dom, ms, iters=1500, total=100.0, rtol=1e-4).stats["iterations"] <= k
+    for bad in (-1.0, float("nan"), True):
+        with pytest.raises(ValueError, match="rtol"):
+            estimate(dom, ms, iters=10, rtol=bad)
+
+
+def _pgm_based() -> list[str]:
+    """The registered mechanisms whose GENERATE step is Private-PGM (a
+    :class:`~margsynth.mechanisms.generators.PGMGenerator`), found from the registry."""
+    from margsynth.mechanisms.generators import PGMGenerator
+    from margsynth.mechanisms.registry import available, create
+
+    out = []
+    for name in available():
+        try:
+            mech = create(name)
+        except ValueError:  # an optional dependency missing (e.g. torch for privpgd)
+            continue
+        gen = getattr(mech, "generator_", None) or getattr(mech, "generator", None)
+        if isinstance(gen, PGMGenerator):
+            out.append(name)
+    return out
+
+
+PGM_BASED = _pgm_based()
+
+
+def test_the_registry_lists_the_pgm_based_mechanisms():
+    assert {"mst", "mst-prop4", "nist-mst", "aim", "adagrid", "privsyn-pgm", "independent"} <= set(PGM_BASED)
+    assert not {"privsyn", "mst-gum", "privpgd"} & set(PGM_BASED)
+
+
+@pytest.mark.parametrize("name", PGM_BASED)
+def test_pgm_mechanisms_report_the_certificate(name):
+    """Every PGM-based mechanism writes its final fit's certificate to ``extras["estimation"]``
+    and, as strict JSON, to the sidecar."""
+    from margsynth.mechanisms.registry import create
+
+    dom = Domain.from_sizes({"a": 3, "b": 4, "c": 2, "d": 3})
+    from tests.test_pgm_estimation import sample_data
+
+    data = sample_data(dom, 400, seed=1)
+    kw: dict = {"rounds": 8, "iters": 50, "final_iters": 100} if name == "aim" else {}
+    run_kw = {}
+    if name == "nist-mst":
+        kw, run_kw = {"designated": ()}, {"public": data}
+    res = create(name, **kw).run(data, 1.0, 1e-6, np.random.default_rng(0), **run_kw)
+    est = res.extras["estimation"]
+    assert set(est) == {"loss", "gap", "iterations", "method"}
+    assert est["gap"] >= 0 and est["loss"] >= 0 and est["iterations"] >= 1
+    assert est["method"] in ("accelerated", "mirror_descent", "subgradient")
+    side = res.sidecar()
+    assert side["estimation"] == est
+    assert json.loads(json.dumps(side["estimation"], allow_nan=False)) == est  # strict JSON
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_splice_clique_is_a_valid_junction_tree(seed):
+    """AIM's incremental size test: the spliced cliques form a chordal graph whose
+    maximal cliques they are, containing every old clique's edges and the new clique."""
+    import networkx as nx
+
+    from margsynth.inference.pgm import splice_clique
+
+    rng = np.random.default_rng(seed)
+    dom = Domain.from_sizes({k: int(rng.integers(2, 5)) for k in "abcdefgh"})
+    names = dom.names
+    cliques = [tuple(rng.choice(names, size=int(rng.integers(2, 4)), replace=False)) for _ in range(6)]
+    tree = build_junction_tree(dom, cliques)
+    for _ in range(5):
+        new = tuple(rng.choice(names, size=3, replace=False))
+        out, cells = splice_clique(tree, new)
+        g = nx.Graph()
+        g.add_nodes_from(names)
+        for c in out:
+            g.add_edges_from(itertools.combinations(c, 2))
+        assert nx.is_chordal(g)
+        assert {frozenset(c) for c in nx.find_cliques(g)} == {frozenset(c) for c in out}
+        for c in [*tree.cliques, new]:
+            assert any(set(c) <= set(o) for o in out)
+        assert cells == sum(int(np.prod([dom[a].size for a in c])) for c in out)
+        if tree.find_clique(new) is None:
+            # the spliced structure is a junction tree estimate can use directly
+            assert build_junction_tree(dom, out).cells <= cells
