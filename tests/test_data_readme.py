@@ -22,7 +22,7 @@ def test_generated_block_is_current():
 
 
 def test_every_file_once_with_its_hash_url_and_size():
-    rows = [line for line in _block(README.read_text()).splitlines() if line.startswith("| `") and "<http" in line]
+    rows = [line for line in _block(README.read_text()).splitlines() if line.startswith("| `") and ("<http" in line or "<package:" in line)]
     parsed = {}
     for line in rows:
         cells = [c.strip() for c in line.strip("|").split("|")]
@@ -32,7 +32,7 @@ def test_every_file_once_with_its_hash_url_and_size():
     assert parsed == {e.path: (e.sha256, e.bytes, e.url) for e in file_entries()}
     for sha, _, url in parsed.values():
         assert re.fullmatch(r"[0-9a-f]{64}", sha)
-        assert url.startswith("https://")
+        assert url.startswith(("https://", "package:"))
 
 
 def test_every_dataset_with_its_licence_and_source():

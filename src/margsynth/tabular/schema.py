@@ -1,0 +1,437 @@
+"""The schema of a raw table: one :class:`ColumnSpec` per column, in the table's order.
+
+A schema says, for every column of a raw table (strings, numbers, empty cells), how it
+becomes one discrete attribute of a :class:`~margsynth.dataset.Dataset`:
+
+- ``categorical``: a set of ``categories`` (a list, or ``"discover"`` to find the frequent
+  ones privately); ``strict`` (default ``true`` for a list) refuses a value outside the
+  list, ``strict: false`` sends it to the ``other`` bucket (labelled ``other_label``). A
+  discovered set always has an ``other`` bucket (the rare categories go there).
+- ``ordinal``: an ordered list of ``categories`` (always strict).
+- ``numeric``: ``type`` ``integer`` or ``float``; ``bounds`` ``[lo, hi]`` or ``"discover"``;
+  ``binning`` ``uniform`` (``bins`` equal-width bins within the bounds), ``quantile``
+  (``bins`` bins cut at private quantiles) or ``explicit`` (``cuts``, the increasing
+  interior cut points); ``clip`` (default ``false``) clamps values outside given bounds
+  instead of refusing them (values outside *discovered* bounds are always clamped).
+- every kind: ``nullable`` (default ``false``): an empty cell is a value of its own.
+
+The JSON form is ``{"columns": [{"name": ..., "kind": ..., ...}, ...]}`` (plus
+``"public": true`` when the categories and bounds were read from a public file by
+:func:`draft_schema`); docs/tabular.md has a complete example. Every problem is a
+``ValueError`` whose one-line message names the column (and, for data, the row and value).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["BINNINGS", "KINDS", "NUMERIC_TYPES", "ColumnSpec", "Schema", "draft_schema"]
+
+KINDS = ("categorical", "numeric", "ordinal")
+NUMERIC_TYPES = ("integer", "float")
+BINNINGS = ("uniform", "quantile", "explicit")
+DISCOVER = "discover"
+#: Bins of a numeric column in a draft schema.
+DEFAULT_BINS = 16
+#: Label of the bucket of the categories outside a (discovered or non-strict) set.
+DEFAULT_OTHER = "other"
+
+_KEYS = {
+    "categorical": {"name", "kind", "categories", "strict", "other_label", "nullable"},
+    "ordinal": {"name", "kind", "categories", "nullable"},
+    "numeric": {"name", "kind", "type", "bounds", "binning", "bins", "cuts", "clip", "nullable"},
+}
+
+
+def _scalar(value: Any) -> Any:
+    """A JSON scalar for a category value (numpy scalars unwrapped)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    return value
+
+
+def category_key(value: Any) -> str:
+    """The text a category is matched by: ``"3"`` for 3, 3.0, np.int64(3) and "3" alike, so
+    a schema's categories match the cells whatever type the CSV reader gave them."""
+    value = _scalar(value)
+    if isinstance(value, float) and math.isfinite(value) and value == int(value):
+        return str(int(value))
+    return str(value)
+
+
+def _finite(name: str, what: str, value: Any) -> float:
+    """A finite number, else ``ValueError`` naming the column."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not math.isfinite(value):
+        raise ValueError(f"column {name!r}: {what} must be a finite number, got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    """One column of a :class:`Schema` (see the module docstring for the keys).
+
+    ``categories`` is a tuple (``None`` for numeric columns) or ``"discover"``;
+    ``bounds`` a ``(lo, hi)`` pair or ``"discover"``; ``cuts`` the explicit interior cut
+    points of ``binning="explicit"``.
+    """
+
+    name: str
+    kind: str
+    nullable: bool = False
+    categories: tuple[Any, ...] | str | None = None
+    strict: bool | None = None
+    other_label: str = DEFAULT_OTHER
+    type: str | None = None
+    bounds: tuple[float, float] | str | None = None
+    binning: str | None = None
+    bins: int | None = None
+    cuts: tuple[float, ...] | None = None
+    clip: bool = False
+
+    def __post_init__(self) -> None:
+        n = self.name
+        if not isinstance(n, str) or not n:
+            raise ValueError(f"column name must be a non-empty string, got {n!r}")
+        if self.kind not in KINDS:
+            raise ValueError(f"column {n!r}: kind must be one of {KINDS}, got {self.kind!r}")
+        if not isinstance(self.nullable, bool):
+            raise ValueError(f"column {n!r}: nullable must be true or false, got {self.nullable!r}")
+        if self.kind == "numeric":
+            self._check_numeric()
+        else:
+            self._check_categories()
+
+    # ------------------------------------------------------------------ checks
+    def _check_categories(self) -> None:
+        n = self.name
+        for key in ("type", "bounds", "binning", "bins", "cuts"):
+            if getattr(self, key) is not None:
+                raise ValueError(f"column {n!r}: {key!r} is for numeric columns, not {self.kind}")
+        cats = self.categories
+        if cats is None:
+            raise ValueError(f"column {n!r}: {self.kind} column needs 'categories' (a list or \"discover\")")
+        if isinstance(cats, str):
+            if cats != DISCOVER or self.kind == "ordinal":
+                want = "a list" if self.kind == "ordinal" else 'a list or "discover"'
+                raise ValueError(f"column {n!r}: categories must be {want}, got {cats!r}")
+            if self.strict:
+                raise ValueError(
+                    f"column {n!r}: strict is for a given category list; discovered categories put the rare "
+                    "ones in the 'other' bucket"
+                )
+        else:
+            if not isinstance(cats, Sequence) or len(cats) == 0:
+                raise ValueError(f"column {n!r}: categories must be a non-empty list or \"discover\", got {cats!r}")
+            cats = tuple(_scalar(c) for c in cats)
+            for c in cats:
+                if c is None or (isinstance(c, float) and not math.isfinite(c)) or not isinstance(c, (str, int, float, bool)):
+                    raise ValueError(f"column {n!r}: category {c!r} must be a string or a finite number")
+            keys = [category_key(c) for c in cats]
+            dup = sorted({k for k in keys if keys.count(k) > 1})
+            if dup:
+                raise ValueError(f"column {n!r}: category {dup[0]!r} is listed twice")
+            object.__setattr__(self, "categories", cats)
+        if self.kind == "ordinal" and self.strict is not None and not self.strict:
+            raise ValueError(f"column {n!r}: an ordinal column is always strict")
+        if self.strict is not None and not isinstance(self.strict, bool):
+            raise ValueError(f"column {n!r}: strict must be true or false, got {self.strict!r}")
+        if not isinstance(self.other_label, str) or not self.other_label:
+            raise ValueError(f"column {n!r}: other_label must be a non-empty string, got {self.other_label!r}")
+        if self.has_other and not isinstance(cats, str) and category_key(self.other_label) in {category_key(c) for c in cats}:
+            raise ValueError(
+                f"column {n!r}: other_label {self.other_label!r} is also a category; choose another other_label"
+            )
+
+    def _check_numeric(self) -> None:
+        n = self.name
+        if self.categories is not None or self.strict is not None:
+            raise ValueError(f"column {n!r}: 'categories' and 'strict' are for categorical columns, not numeric")
+        if self.type not in NUMERIC_TYPES:
+            raise ValueError(f"column {n!r}: type must be one of {NUMERIC_TYPES}, got {self.type!r}")
+        b = self.bounds
+        if b is None:
+            raise ValueError(f"column {n!r}: numeric column needs 'bounds' ([lo, hi] or \"discover\")")
+        if isinstance(b, str):
+            if b != DISCOVER:
+                raise ValueError(f"column {n!r}: bounds must be [lo, hi] or \"discover\", got {b!r}")
+            if self.clip:
+                raise ValueError(f"column {n!r}: clip is for given bounds (values outside discovered bounds are always clamped)")
+        else:
+            if not isinstance(b, Sequence) or len(b) != 2:
+                raise ValueError(f"column {n!r}: bounds must be [lo, hi] or \"discover\", got {b!r}")
+            lo, hi = (_finite(n, "bounds", v) for v in b)
+            if not lo < hi:
+                raise ValueError(f"column {n!r}: bounds [{b[0]!r}, {b[1]!r}] are reversed or empty; expected lo < hi")
+            if self.type == "integer" and (lo != int(lo) or hi != int(hi)):
+                raise ValueError(f"column {n!r}: bounds of an integer column must be integers, got [{b[0]!r}, {b[1]!r}]")
+            object.__setattr__(self, "bounds", (lo, hi))
+        if not isinstance(self.clip, bool):
+            raise ValueError(f"column {n!r}: clip must be true or false, got {self.clip!r}")
+        binning = "uniform" if self.binning is None else self.binning
+        if binning not in BINNINGS:
+            raise ValueError(f"column {n!r}: binning must be one of {BINNINGS}, got {binning!r}")
+        object.__setattr__(self, "binning", binning)
+        if binning == "explicit":
+            if self.bins is not None:
+                raise ValueError(f"column {n!r}: explicit binning takes 'cuts', not 'bins'")
+            cuts = self.cuts
+            if not isinstance(cuts, Sequence) or isinstance(cuts, str) or len(cuts) == 0:
+                raise ValueError(f"column {n!r}: explicit binning needs 'cuts', a non-empty list of cut points, got {cuts!r}")
+            cuts = tuple(_finite(n, "cuts", c) for c in cuts)
+            if any(a >= c for a, c in zip(cuts, cuts[1:])):
+                raise ValueError(f"column {n!r}: cuts must increase strictly, got {list(cuts)}")
+            if self.type == "integer" and any(c != int(c) for c in cuts):
+                raise ValueError(f"column {n!r}: cuts of an integer column must be integers, got {list(cuts)}")
+            if not isinstance(self.bounds, str):
+                lo, hi = self.bounds
+                bad = [c for c in cuts if not lo < c <= hi] if self.type == "integer" else [c for c in cuts if not lo < c < hi]
+                if bad:
+                    raise ValueError(f"column {n!r}: cut point {bad[0]!r} is outside the bounds ({lo!r}, {hi!r})")
+            object.__setattr__(self, "cuts", cuts)
+        else:
+            if self.cuts is not None:
+                raise ValueError(f"column {n!r}: 'cuts' needs binning \"explicit\", got binning {binning!r}")
+            bins = DEFAULT_BINS if self.bins is None else self.bins
+            if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
+                raise ValueError(f"column {n!r}: bins must be a positive integer, got {bins!r}")
+            object.__setattr__(self, "bins", int(bins))
+
+    # ------------------------------------------------------------------ views
+    @property
+    def discovers(self) -> tuple[str, ...]:
+        """The private discovery steps this column needs: ``"categories"``, ``"bounds"``,
+        ``"quantiles"`` (in that order), empty when everything is given."""
+        steps = []
+        if self.kind != "numeric":
+            if self.categories == DISCOVER:
+                steps.append("categories")
+        else:
+            if self.bounds == DISCOVER:
+                steps.append("bounds")
+            if self.binning == "quantile":
+                steps.append("quantiles")
+        return tuple(steps)
+
+    @property
+    def has_other(self) -> bool:
+        """Whether the column has an ``other`` bucket (discovered, or ``strict: false``)."""
+        if self.kind != "categorical":
+            return False
+        return self.categories == DISCOVER or self.strict is False
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of this column (only the keys that apply)."""
+        out: dict[str, Any] = {"name": self.name, "kind": self.kind}
+        if self.kind == "numeric":
+            out["type"] = self.type
+            out["bounds"] = self.bounds if isinstance(self.bounds, str) else [_num(v, self.type) for v in self.bounds]
+            out["binning"] = self.binning
+            if self.binning == "explicit":
+                out["cuts"] = [_num(c, self.type) for c in self.cuts]
+            else:
+                out["bins"] = self.bins
+            if self.clip:
+                out["clip"] = True
+        else:
+            out["categories"] = self.categories if isinstance(self.categories, str) else list(self.categories)
+            if self.kind == "categorical":
+                if self.strict is not None:
+                    out["strict"] = self.strict
+                if self.has_other and self.other_label != DEFAULT_OTHER:
+                    out["other_label"] = self.other_label
+        out["nullable"] = self.nullable
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], where: str = "schema") -> ColumnSpec:
+        """Read one column object (unknown keys refused, naming the column)."""
+        if not isinstance(d, Mapping):
+            raise ValueError(f"{where}: each column must be an object, got {d!r}")
+        name = d.get("name")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"{where}: column name must be a non-empty string, got {name!r}")
+        kind = d.get("kind")
+        if kind not in KINDS:
+            raise ValueError(f"column {name!r}: kind must be one of {KINDS}, got {kind!r}")
+        unknown = sorted(set(d) - _KEYS[kind])
+        if unknown:
+            raise ValueError(f"column {name!r}: unknown key(s) {unknown} for a {kind} column; expected {sorted(_KEYS[kind])}")
+        kw = {k: v for k, v in d.items()}
+        for key in ("categories", "bounds", "cuts"):
+            if isinstance(kw.get(key), list):
+                kw[key] = tuple(kw[key])
+        return cls(**kw)
+
+
+def _num(v: float, typ: str | None) -> float | int:
+    """A bound or cut as JSON: an ``int`` for integer columns."""
+    return int(v) if typ == "integer" else float(v)
+
+
+@dataclass(frozen=True)
+class Schema:
+    """The columns of a raw table, in order (see the module docstring).
+
+    >>> s = Schema.from_dict({"columns": [
+    ...     {"name": "colour", "kind": "categorical", "categories": ["red", "blue"]},
+    ...     {"name": "size", "kind": "numeric", "type": "integer", "bounds": [0, 9], "bins": 5}]})
+    >>> s.names, s["size"].bins
+    (('colour', 'size'), 5)
+    """
+
+    columns: tuple[ColumnSpec, ...]
+    public: bool = False
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        cols = tuple(self.columns)
+        if not cols:
+            raise ValueError("schema: needs at least one column")
+        for c in cols:
+            if not isinstance(c, ColumnSpec):
+                raise ValueError(f"schema: columns must be ColumnSpec objects, got {c!r}")
+        names = [c.name for c in cols]
+        dup = sorted({x for x in names if names.count(x) > 1})
+        if dup:
+            raise ValueError(f"column {dup[0]!r}: listed twice in the schema")
+        if not isinstance(self.public, bool):
+            raise ValueError(f"schema: public must be true or false, got {self.public!r}")
+        object.__setattr__(self, "columns", cols)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+    def __getitem__(self, name: str) -> ColumnSpec:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        raise ValueError(f"column {name!r}: not in the schema; schema has {list(self.names)}")
+
+    @property
+    def discovers(self) -> bool:
+        """Whether any column leaves something to private discovery."""
+        return any(c.discovers for c in self.columns)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"columns": [c.to_dict() for c in self.columns]}
+        if self.public:
+            out["public"] = True
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], where: str = "schema") -> Schema:
+        """Read ``{"columns": [...], "public": bool}`` (unknown keys refused)."""
+        if isinstance(d, Schema):
+            return d
+        if not isinstance(d, Mapping):
+            raise ValueError(f"{where}: expected an object with 'columns', got {type(d).__name__}")
+        unknown = sorted(set(d) - {"columns", "public"})
+        if unknown:
+            raise ValueError(f"{where}: unknown key(s) {unknown}; expected 'columns' (and 'public')")
+        cols = d.get("columns")
+        if not isinstance(cols, Sequence) or isinstance(cols, str) or not cols:
+            raise ValueError(f"{where}: 'columns' must be a non-empty list of column objects")
+        return cls(tuple(ColumnSpec.from_dict(c, where) for c in cols), public=d.get("public", False))
+
+    @classmethod
+    def load(cls, path: str | Path) -> Schema:
+        """Read a schema JSON file."""
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ValueError(f"schema {str(path)!r}: cannot read ({exc.strerror})") from None
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"schema {str(path)!r}: not valid JSON ({exc})") from None
+        return cls.from_dict(obj, where=f"schema {str(path)!r}")
+
+    def save(self, path: str | Path) -> None:
+        """Write the schema as indented JSON."""
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+
+    @classmethod
+    def coerce(cls, schema: Schema | Mapping[str, Any] | str | Path) -> Schema:
+        """A :class:`Schema` from a schema, its dict, or a path to its JSON."""
+        if isinstance(schema, Schema):
+            return schema
+        if isinstance(schema, (str, Path)):
+            return cls.load(schema)
+        return cls.from_dict(schema)
+
+
+# ----------------------------------------------------------------------------- drafts
+def _is_numeric_dtype(dtype: Any) -> bool:
+    return pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
+
+
+def _nullable_dtype(dtype: Any) -> bool:
+    """Whether a column of this dtype can hold a missing value (numpy ints and bools cannot)."""
+    if isinstance(dtype, np.dtype) and dtype.kind in "iub":
+        return False
+    return True
+
+
+def draft_schema(df: pd.DataFrame, public: bool = False) -> dict[str, Any]:
+    """A draft schema (its dict) for ``df`` from the column names and dtypes alone.
+
+    Without ``public`` nothing is read from the cells: categories and bounds are
+    ``"discover"``, numeric columns get ``binning: "uniform"`` with
+    :data:`DEFAULT_BINS` bins, integer dtypes ``type: "integer"``, float dtypes
+    ``"float"``, every other dtype is categorical; ``nullable`` is ``false`` only for
+    dtypes that cannot hold a missing value (numpy integers and booleans). With
+    ``public=True`` (the caller says the table is public) categories and bounds are read
+    from the data, ``nullable`` from whether a column has an empty cell, and the draft
+    records ``"public": true``.
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise ValueError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+    if df.shape[1] == 0:
+        raise ValueError("df has no columns")
+    names = [str(c) for c in df.columns]
+    if len(set(names)) != len(names):
+        dup = sorted({x for x in names if names.count(x) > 1})
+        raise ValueError(f"column {dup[0]!r}: appears twice in the data")
+    cols = []
+    for name, col in zip(names, df.columns):
+        dtype = df[col].dtype
+        if _is_numeric_dtype(dtype):
+            typ = "integer" if pd.api.types.is_integer_dtype(dtype) else "float"
+            spec: dict[str, Any] = {"name": name, "kind": "numeric", "type": typ, "bounds": DISCOVER,
+                                    "binning": "uniform", "bins": DEFAULT_BINS}  # fmt: skip
+        else:
+            spec = {"name": name, "kind": "categorical", "categories": DISCOVER}
+        spec["nullable"] = _nullable_dtype(dtype)
+        if public:
+            values = df[col]
+            missing = values.isna() | values.astype(str).eq("")
+            spec["nullable"] = bool(missing.any())
+            present = values[~missing]
+            if spec["kind"] == "numeric":
+                nums = pd.to_numeric(present, errors="coerce").dropna()
+                if len(nums) and nums.min() < nums.max():
+                    lo, hi = nums.min(), nums.max()
+                    spec["bounds"] = [_num(lo, typ), _num(hi, typ)]
+                    if typ == "float" and nums.eq(nums.round()).all():
+                        spec["bounds"] = [int(lo), int(hi)]
+            elif len(present):
+                seen: dict[str, Any] = {}
+                for v in present.tolist():
+                    seen.setdefault(category_key(v), _scalar(v))
+                spec["categories"] = [seen[k] for k in sorted(seen)]
+                spec["strict"] = True
+        cols.append(spec)
+    out: dict[str, Any] = {"columns": cols}
+    if public:
+        out["public"] = True
+    Schema.from_dict(out)  # a draft is always a valid schema
+    return out

@@ -1,0 +1,163 @@
+"""Privacy of the preprocessing: every discovery step measures a histogram whose L2
+sensitivity over add/remove-one-row neighbours is 1 (brute force over all neighbours of
+small tables), a category of count 1 passes its threshold with probability exactly δ_c,
+the ledger is charged what the report says, and :func:`synthesize` never spends more than
+the requested (ε, δ)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import norm
+
+from margsynth.privacy import BudgetLedger
+from margsynth.tabular import discovery as dsc
+from margsynth.tabular import fit_encoder, synthesize
+
+
+def neighbours(values: list, extra: list):
+    """Every table at distance one: one row removed, or one row of ``extra`` added."""
+    for i in range(len(values)):
+        yield values[:i] + values[i + 1 :]
+    for v in extra:
+        yield values + [v]
+
+
+def l2(a: dict, b: dict) -> float:
+    keys = set(a) | set(b)
+    return math.sqrt(sum((a.get(k, 0) - b.get(k, 0)) ** 2 for k in keys))
+
+
+def test_category_counts_sensitivity_is_one():
+    base = ["a", "b", "b", "c", "c", "c"]
+    worst = 0.0
+    for d in [base[:k] for k in range(len(base) + 1)]:
+        for nb in neighbours(d, ["a", "b", "c", "new"]):
+            dist = l2(dsc.category_counts(d), dsc.category_counts(nb))
+            assert dist <= 1.0
+            worst = max(worst, dist)
+    assert worst == 1.0
+
+
+@pytest.mark.parametrize("integer", [True, False])
+def test_log2_histogram_sensitivity_is_one(integer):
+    vals = [0, 1, 3, 4, 7, 8, -1, -2, 100, 2**70] if integer else [0.0, 1e-40, 0.5, 1.0, 1.5, -0.25, -3.0, 1e30, 2.0**80]
+    extra = vals + ([5, -7, 2**63] if integer else [0.75, -1e-12, 7.5])
+    worst = 0.0
+    for d in [vals[:k] for k in range(0, len(vals) + 1, 3)]:
+        h = dsc.log2_histogram(np.array(d, dtype=float), integer)
+        assert h.sum() == len(d)
+        for nb in neighbours(d, extra):
+            g = dsc.log2_histogram(np.array(nb, dtype=float), integer)
+            dist = float(np.sqrt(((h - g) ** 2).sum()))
+            assert dist <= 1.0
+            worst = max(worst, dist)
+    assert worst == 1.0
+
+
+def test_log2_bins_are_ordered_and_hold_their_values():
+    for integer in (True, False):
+        lower, upper = dsc.log2_bin_edges(integer)
+        assert (lower <= upper).all() and (upper[:-1] <= lower[1:]).all()
+        xs = [0, 1, 2, 3, 5, 1023, 1024, -1, -6, -1024] if integer else [0.0, 0.3, 1.0, 1.99, -0.7, -1e6, 12345.6]
+        for x in xs:
+            k = int(np.argmax(dsc.log2_histogram(np.array([x], dtype=float), integer)))
+            assert lower[k] <= x <= upper[k], (x, lower[k], upper[k])
+
+
+@pytest.mark.parametrize("integer", [True, False])
+def test_quantile_histogram_sensitivity_is_one(integer):
+    lo, hi = (0.0, 20.0) if integer else (-1.0, 1.0)
+    vals = [0, 3, 3, 7, 20, 11, 19] if integer else [-1.0, -0.5, 0.0, 0.999, 1.0, 0.25]
+    for d in [vals[:k] for k in range(len(vals) + 1)]:
+        h = dsc.quantile_histogram(np.array(d, dtype=float), lo, hi, integer)
+        for nb in neighbours(d, vals):
+            g = dsc.quantile_histogram(np.array(nb, dtype=float), lo, hi, integer)
+            assert float(np.sqrt(((h - g) ** 2).sum())) <= 1.0
+
+
+def test_new_category_passes_with_probability_delta():
+    for sigma, delta in itertools.product([0.5, 3.0, 40.0], [1e-3, 1e-9, 1e-15]):
+        tau = dsc.category_threshold(sigma, delta)
+        assert norm.sf(tau - 1.0, scale=sigma) == pytest.approx(delta, rel=1e-6)
+
+
+def test_discovery_finds_what_it_should():
+    rng = np.random.default_rng(0)
+    led = BudgetLedger.from_dp(50.0, 1e-6)
+    keys = ["a"] * 5000 + ["b"] * 3000 + ["rare"] * 2
+    kept, info = dsc.discover_categories(keys, rho=0.5, delta=1e-9, rng=rng, ledger=led, label="c")
+    assert kept == ["a", "b"] and info["kept"] == 2
+    x = rng.uniform(5.0, 900.0, 5000)
+    (lo, hi), _ = dsc.discover_bounds(x, rho=0.5, integer=False, rng=rng, ledger=led, label="b")
+    assert (lo, hi) == (4.0, 1024.0)
+    xi = rng.integers(-20, 40, 5000).astype(float)
+    (lo, hi), _ = dsc.discover_bounds(xi, rho=0.5, integer=True, rng=rng, ledger=led, label="bi")
+    assert (lo, hi) == (-31.0, 63.0)
+    cuts, info = dsc.private_quantile_cuts(np.sort(x), 4.0, 1024.0, 4, rho=0.5, integer=False, rng=rng, ledger=led,
+                                           label="q")  # fmt: skip
+    assert np.allclose(cuts, np.quantile(x, [0.25, 0.5, 0.75]), rtol=0.02, atol=2.0)
+
+
+SCHEMA = {
+    "columns": [
+        {"name": "city", "kind": "categorical", "categories": "discover", "nullable": True},
+        {"name": "price", "kind": "numeric", "type": "float", "bounds": "discover", "binning": "quantile", "bins": 4},
+        {"name": "rooms", "kind": "numeric", "type": "integer", "bounds": "discover", "bins": 8, "nullable": True},
+        {"name": "kind", "kind": "categorical", "categories": ["flat", "house"]},
+    ]
+}  # fmt: skip
+
+
+def raw(n: int = 2000, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    rooms = rng.integers(1, 7, n).astype(float)
+    rooms[rng.random(n) < 0.1] = np.nan
+    return pd.DataFrame({
+        "city": rng.choice(np.array(["Oslo", "Lima", "Pune", None], dtype=object), n, p=[0.5, 0.3, 0.15, 0.05]),
+        "price": rng.lognormal(4, 0.5, n),
+        "rooms": rooms,
+        "kind": rng.choice(["flat", "house"], n),
+    })  # fmt: skip
+
+
+def test_fit_encoder_charges_what_it_reports():
+    led = BudgetLedger.from_dp(1.0, 1e-6)
+    enc, rep = fit_encoder(raw(), SCHEMA, ledger=led, rng=np.random.default_rng(0), share=0.2, delta=1e-7)
+    assert rep["steps"] == 4 and len(led.entries) == 4
+    assert led.spent == pytest.approx(rep["rho"], rel=1e-12) == pytest.approx(led.portion(0.2), rel=1e-12)
+    assert math.fsum(c["rho"] for c in rep["columns"].values()) == pytest.approx(rep["rho"], rel=1e-12)
+    assert rep["delta"] == pytest.approx(1e-7) and rep["columns"]["city"]["delta"] == pytest.approx(1e-7)
+    assert rep["columns"]["kind"]["rho"] == 0.0
+    labels = [e.label for e in led.entries]
+    assert labels == ["discover categories of city", "discover bounds of price", "quantile cuts of price",
+                      "discover bounds of rooms"]  # fmt: skip
+
+
+@pytest.mark.parametrize("epsilon,delta", [(1.0, 1e-6), (0.05, 1e-9), (8.0, 1e-3)])
+def test_synthesize_never_spends_more_than_asked(epsilon, delta):
+    out, rep = synthesize(raw(300), SCHEMA, "independent", epsilon=epsilon, delta=delta, seed=3, iters=5,
+                          synthetic_records=50)  # fmt: skip
+    assert len(out) == 50 and list(out.columns) == [c["name"] for c in SCHEMA["columns"]]
+    assert rep["epsilon"] <= epsilon and rep["delta"] <= delta
+    led = rep["ledger"]
+    costs = [c["cost"] for c in led["charges"]]
+    assert math.fsum(costs) == pytest.approx(led["spent"], rel=1e-12)
+    assert led["spent"] == rep["budget"]["rho_spent"] and led["spent"] <= led["total"]
+    assert led["spent_epsilon"] == rep["epsilon"]
+    pre = [c for c in led["charges"] if not c["label"].startswith("independent:")]
+    assert math.fsum(c["cost"] for c in pre) == pytest.approx(rep["preprocessing"]["rho"], rel=1e-12)
+    assert rep["preprocessing"]["rho"] == pytest.approx(0.1 * led["total"], rel=1e-12)
+    # delta: the conversion's share plus e^eps times the category thresholds'
+    b = rep["budget"]
+    assert rep["delta"] == pytest.approx(b["delta_conversion"] + math.exp(rep["epsilon"]) * b["delta_categories"])
+
+
+def test_same_seed_same_bytes():
+    a, ra = synthesize(raw(300), SCHEMA, "independent", epsilon=1.0, delta=1e-6, seed=7, iters=5, synthetic_records=60)
+    b, rb = synthesize(raw(300), SCHEMA, "independent", epsilon=1.0, delta=1e-6, seed=7, iters=5, synthetic_records=60)
+    assert a.to_csv(index=False) == b.to_csv(index=False) and ra["encoder"] == rb["encoder"]
