@@ -679,17 +679,23 @@ def _raw_case(toy, case):
     schema = json.loads((toy / "schema.json").read_text())
     frame = pd.read_csv(toy / "raw.csv", keep_default_na=False, dtype=str)
 
+    made = []  # every entry below is built: each bad file gets its own name
+
     def with_schema(change):
         s = json.loads(json.dumps(schema))
         change(s["columns"])
-        (toy / "bad-schema.json").write_text(json.dumps(s))
-        return str(toy / "bad-schema.json")
+        made.append(1)
+        path = toy / f"bad-schema-{len(made)}.json"
+        path.write_text(json.dumps(s))
+        return str(path)
 
     def with_cell(col, row, value):
         f = frame.copy()
         f.loc[row, col] = value
-        f.to_csv(toy / "bad.csv", index=False)
-        return str(toy / "bad.csv")
+        made.append(1)
+        path = toy / f"bad-{len(made)}.csv"
+        f.to_csv(path, index=False)
+        return str(path)
 
     raw, good = str(toy / "raw.csv"), str(toy / "schema.json")
 

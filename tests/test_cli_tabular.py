@@ -185,7 +185,7 @@ def test_synth_raw_save_model_and_sample_decode(raw):
     schema = _schema(raw)
     assert main(["synth", "aim", "--dataset", str(raw / "raw.csv"), "--schema", str(schema), "--epsilon", "2",
                  "--delta", "1e-9", "--out", str(raw / "out.csv"), "--save-model", str(raw / "m.npz"), "-p", "iters=50",
-                 "-p", "final_iters=100", "-p", "rounds=3"]) == 0  # fmt: skip
+                 "-p", "final_iters=100", "-p", "rounds=6"]) == 0  # fmt: skip
     assert main(["sample", str(raw / "m.npz"), "--n", "5000", "--seed", "1", "--out", str(raw / "more.csv")]) == 0
     more, real = pd.read_csv(raw / "more.csv"), pd.read_csv(raw / "raw.csv")
     assert list(more.columns) == list(real.columns) and len(more) == 5000

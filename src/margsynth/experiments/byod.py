@@ -38,6 +38,7 @@ __all__ = [
     "DROPPED",
     "EDITS",
     "PROFILES",
+    "checks",
     "edit_schema",
     "ledger_table",
     "load_demo",
@@ -58,6 +59,7 @@ DROPPED = ("year", "day", "time_hour")
 #: The user's edits to the draft schema, column by column (the rest stays as drafted:
 #: categories, bounds and quantile cuts found privately).
 EDITS: dict[str, dict[str, Any]] = {
+    "origin": {"nullable": False},  # every row is one airport's observation
     "month": {"kind": "ordinal", "categories": list(range(1, 13))},
     "hour": {"kind": "numeric", "type": "integer", "bounds": [0, 23], "binning": "uniform", "bins": 8},
     "temp": {"binning": "quantile", "bins": 16},
@@ -189,6 +191,30 @@ def utility(raw: pd.DataFrame, synthetic: pd.DataFrame, schema: Any, *, pair: Se
     return out
 
 
+def checks(raw: pd.DataFrame, synthetic: pd.DataFrame, schema: Any, *, pair: Sequence[str] = PAIR) -> pd.DataFrame:
+    """The utility bars a raw-table synthesis at ε = 1 should clear: the Spearman correlation of
+    ``pair`` within 0.15 of the real one, every categorical column's 1-way total variation at
+    most 0.05, every column's share of empty cells within 0.03 of the real one."""
+    from ..metrics.raw_tables import encode_pair
+    from ..tabular import Schema
+
+    real_ds, synth_ds, _ = encode_pair(raw, synthetic, schema)
+    rows = []
+    x, y = pair
+    rho = [frame[[x, y]].dropna().pipe(lambda p: p[x].corr(p[y], method="spearman")) for frame in (raw, synthetic)]
+    rows.append({"check": f"Spearman({x}, {y}) gap", "value": abs(rho[0] - rho[1]), "bound": 0.15})
+    for c in Schema.coerce(schema).columns:
+        if c.kind == "categorical":
+            p, q = (d.marginal((c.name,)) / len(d) for d in (real_ds, synth_ds))
+            rows.append({"check": f"1-way TV of {c.name}", "value": 0.5 * float(np.abs(p - q).sum()), "bound": 0.05})
+    for c in raw.columns:
+        gap = abs(float(raw[c].isna().mean()) - float(synthetic[c].isna().mean()))
+        rows.append({"check": f"empty-cell rate gap of {c}", "value": gap, "bound": 0.03})
+    out = pd.DataFrame(rows)
+    out["ok"] = out["value"] <= out["bound"]
+    return out
+
+
 def null_rates(raw: pd.DataFrame, synthetic: pd.DataFrame) -> pd.DataFrame:
     """Share of empty cells per column, real and synthetic."""
     return pd.DataFrame({"real": raw.isna().mean(), "synthetic": synthetic.isna().mean()}).rename_axis("column").reset_index()
@@ -215,7 +241,7 @@ def _is_numeric(series: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
 
 
-def plot_distributions(real: pd.DataFrame, synthetic: pd.DataFrame, columns: Sequence[str], *, top: int = 8):
+def plot_distributions(real: pd.DataFrame, synthetic: pd.DataFrame, columns: Sequence[str], *, top: int = 12):
     """One panel per column: the real and synthetic distributions side by side -- the
     ``top`` most frequent categories of a categorical column (the rest as "(rest)"), a
     shared-bin density histogram of a numeric one -- with the share of empty cells in the
@@ -243,6 +269,9 @@ def plot_distributions(real: pd.DataFrame, synthetic: pd.DataFrame, columns: Seq
             fr = r.dropna().astype(str).value_counts(normalize=True)
             fs = s.dropna().astype(str).value_counts(normalize=True)
             keep = list(fr.index[:top])
+            if len(fr) <= top:  # every category, in their natural order (numerically for numbers)
+                nums = pd.to_numeric(pd.Series(keep), errors="coerce")
+                keep = [keep[i] for i in np.argsort(nums.to_numpy())] if nums.notna().all() else sorted(keep)
             rows = pd.DataFrame({"real": fr.reindex(keep).fillna(0.0), "synthetic": fs.reindex(keep).fillna(0.0)})
             if len(fr) > top or len(fs.index.difference(keep)):
                 rows.loc["(rest)"] = [fr.drop(keep, errors="ignore").sum(), fs.drop(keep, errors="ignore").sum()]
