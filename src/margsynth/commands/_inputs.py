@@ -17,6 +17,7 @@ __all__ = [
     "is_file_arg",
     "read_csv_dataset",
     "read_domain",
+    "raw_input",
     "read_raw_csv",
     "read_schema",
     "resolve_dataset",
@@ -186,3 +187,22 @@ def read_raw_csv(option: str, value: str | Path):
     except ValueError as exc:
         msg = str(exc).removeprefix(f"{path}: ")
         raise ValueError(f"{option} {str(value)!r}: {msg}") from None
+
+
+def raw_input(option: str, value: str) -> tuple[object, dict[str, str], Path]:
+    """A raw table named by ``option``: a registered raw table (``margsynth.data.RAW_TABLES``,
+    verified by SHA-256) or a raw CSV file. Returns ``(frame, {file: sha256}, path)``."""
+    from ..data import RAW_TABLES, load_raw
+    from ..data.fetch import DataUnavailableError, local_path
+    from ..data.registry import dataset_info
+
+    if value in RAW_TABLES and not Path(value).exists():
+        reg, data_file = RAW_TABLES[value]
+        entry = next(e for e in dataset_info(reg).files if e.path == data_file)
+        try:
+            frame = load_raw(value)
+        except DataUnavailableError as exc:
+            raise ValueError(f"{option} {value!r}: {exc}") from None
+        return frame, {data_file: entry.sha256}, local_path(entry)
+    path = check_input_file(option, value, f"a raw CSV file or a registered raw table ({', '.join(RAW_TABLES)})")
+    return read_raw_csv(option, path), {str(value): file_sha256(path)}, path

@@ -53,12 +53,12 @@ def register(sub) -> None:
 def _raw_pair(args):
     """``--dataset`` and ``--synthetic`` read as raw CSVs and encoded by one encoder from ``--schema``."""
     from ..metrics.raw_tables import encode_pair
-    from ._inputs import read_raw_csv, read_schema
+    from ._inputs import raw_input, read_raw_csv, read_schema
 
     if args.domain is not None:
         raise ValueError(f"--domain {args.domain!r}: raw CSVs (--schema) need no domain file; drop --domain")
     schema = read_schema("--schema", args.schema)
-    real = read_raw_csv("--dataset", args.dataset)
+    real = raw_input("--dataset", args.dataset)[0]
     synth = read_raw_csv("--synthetic", args.synthetic)
     what = (f"--dataset {args.dataset!r}", f"--synthetic {args.synthetic!r}")
     real_ds, synth_ds, _ = encode_pair(real, synth, schema, what=what)

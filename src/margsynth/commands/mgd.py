@@ -77,14 +77,14 @@ def _load(args):
 def _load_raw(args):
     """``--truth`` and ``--synthetic`` as raw CSVs, encoded by one encoder from ``--schema``."""
     from ..metrics.raw_tables import encode_pair
-    from ._inputs import read_raw_csv, read_schema
+    from ._inputs import raw_input, read_raw_csv, read_schema
 
     if args.domain:
         raise ValueError(f"--domain {args.domain!r}: raw CSVs (--schema) need no domain file; drop --domain")
     if args.ordinal:
         raise ValueError(f"--ordinal {args.ordinal!r}: with --schema the ordinal attributes come from the schema; drop --ordinal")
     schema = read_schema("--schema", args.schema)
-    truth = read_raw_csv("--truth", args.truth)
+    truth = raw_input("--truth", args.truth)[0]
     synth = read_raw_csv("--synthetic", args.synthetic)
     what = (f"--truth {args.truth!r}", f"--synthetic {args.synthetic!r}")
     return encode_pair(truth, synth, schema, what=what)

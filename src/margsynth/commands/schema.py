@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
-from ._inputs import check_input_file, read_raw_csv
+from ._inputs import raw_input
 from ._outputs import check_out
 
 __all__ = ["register", "run_init"]
@@ -33,7 +32,7 @@ def register(sub) -> None:
         description="Write a draft schema of RAW.csv from its column names and types alone; values the draft cannot "
         'know are marked "discover" (found privately by synth --schema). Edit it before use.',
     )
-    init.add_argument("raw", metavar="RAW.csv", help="the raw table (CSV with a header row)")
+    init.add_argument("raw", metavar="RAW.csv", help="the raw table: a CSV with a header row, or a registered raw table")
     init.add_argument("--out", required=True, metavar="SCHEMA.json", help="where to write the draft (JSON)")
     init.add_argument(
         "--public",
@@ -49,11 +48,10 @@ def run_init(raw: str, *, out: str, public: bool = False, force: bool = False) -
     from ..paths import atomic_path
     from ..tabular import draft_schema
 
-    check_input_file("RAW.csv", raw, "a raw CSV file with a header row")
-    path = check_out(out, {f"RAW.csv {raw!r}": Path(raw)}, sidecar=False)
+    frame, _, raw_path = raw_input("RAW.csv", raw)
+    path = check_out(out, {f"RAW.csv {raw!r}": raw_path}, sidecar=False)
     if path.exists() and not force:
         raise ValueError(f"--out {out!r} exists (a schema is usually edited by hand); pass --force to replace it")
-    frame = read_raw_csv("RAW.csv", raw)
     draft = draft_schema(frame, public=public)
     text = json.dumps(draft, indent=2, allow_nan=False) + "\n"
     with atomic_path(path, ".json") as tmp:

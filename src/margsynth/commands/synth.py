@@ -50,7 +50,10 @@ def register(sub) -> None:
     )
     p.add_argument("mechanism", metavar="MECHANISM", help=f"one of: {', '.join(available())}")
     p.add_argument(
-        "--dataset", required=True, metavar="NAME|CSV", help="registered dataset name or a CSV of integer codes"
+        "--dataset",
+        required=True,
+        metavar="NAME|CSV",
+        help="registered dataset name or a CSV of integer codes (with --schema: a raw CSV or a registered raw table)",
     )
     p.add_argument("--domain", metavar="JSON", help='domain JSON {"attr": size, ...} (required for a CSV of codes)')
     p.add_argument(
@@ -283,7 +286,7 @@ def _run_raw(
     from .. import __version__
     from ..mechanisms.registry import create, spec
     from ..tabular import check_table, sidecar, synthesize
-    from ._inputs import check_input_file, file_sha256, read_raw_csv, read_schema
+    from ._inputs import check_input_file, file_sha256, raw_input, read_schema
 
     if domain is not None:
         raise ValueError(
@@ -296,19 +299,18 @@ def _run_raw(
         )
     if device is not None:
         raise ValueError(f"--device {device!r}: not supported with --schema; drop it")
-    raw = check_input_file("--dataset", dataset, "a raw CSV file described by --schema")
+    frame, sha, raw = raw_input("--dataset", dataset)
     sch_path = check_input_file("--schema", schema, "a schema JSON file (margsynth schema init drafts one)")
     inputs_read = {f"--dataset {dataset!r}": raw, f"--schema {schema!r}": sch_path}
     path = check_out(out, inputs_read)
     sch = read_schema("--schema", schema)
-    frame = read_raw_csv("--dataset", dataset)
     try:
         check_table(frame, sch)  # every cell against the schema, before anything else happens
     except ValueError as exc:
         raise ValueError(f"--dataset {dataset!r}: {exc} (--schema {schema!r})") from None
     mech = create(mechanism, **(params or {}))  # bad hyperparameters are refused here
     model_path = check_save_model(save_model, mech, mechanism, path, inputs_read)
-    sha = {str(dataset): file_sha256(raw), str(schema): file_sha256(sch_path)}
+    sha = {**sha, str(schema): file_sha256(sch_path)}
     kw = {} if preprocessing_share is None else {"preprocessing_share": preprocessing_share}
 
     with OutputPair(path, extra=[(model_path, "--save-model")] if model_path else []) as pair:
