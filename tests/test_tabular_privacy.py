@@ -45,7 +45,9 @@ def test_category_counts_sensitivity_is_one():
 
 @pytest.mark.parametrize("integer", [True, False])
 def test_log2_histogram_sensitivity_is_one(integer):
-    vals = [0, 1, 3, 4, 7, 8, -1, -2, 100, 2**70] if integer else [0.0, 1e-40, 0.5, 1.0, 1.5, -0.25, -3.0, 1e30, 2.0**80]
+    vals = (
+        [0, 1, 3, 4, 7, 8, -1, -2, 100, 2**70] if integer else [0.0, 1e-40, 0.5, 1.0, 1.5, -0.25, -3.0, 1e30, 2.0**80]
+    )
     extra = vals + ([5, -7, 2**63] if integer else [0.75, -1e-12, 7.5])
     worst = 0.0
     for d in [vals[:k] for k in range(0, len(vals) + 1, 3)]:
@@ -161,3 +163,42 @@ def test_same_seed_same_bytes():
     a, ra = synthesize(raw(300), SCHEMA, "independent", epsilon=1.0, delta=1e-6, seed=7, iters=5, synthetic_records=60)
     b, rb = synthesize(raw(300), SCHEMA, "independent", epsilon=1.0, delta=1e-6, seed=7, iters=5, synthetic_records=60)
     assert a.to_csv(index=False) == b.to_csv(index=False) and ra["encoder"] == rb["encoder"]
+
+
+@pytest.mark.parametrize(
+    "epsilon,delta", [(1e-15, 1e-9), (1e-15, 1 - 1e-9), (0.7, 1 - 1e-12), (2.0, 1e-300), (50.0, 1e-6)]
+)
+def test_extreme_budgets_are_kept_or_refused_before_noise(epsilon, delta):
+    """At the corners of (epsilon, delta) a run either stays within the request or is refused
+    with ValueError before any draw (the mechanism's epsilon is computed first)."""
+    try:
+        out, rep = synthesize(raw(200), SCHEMA, "independent", epsilon=epsilon, delta=delta, seed=1, iters=3, n=30)
+    except ValueError as exc:
+        assert "epsilon" in str(exc) or "rho" in str(exc)
+        return
+    assert len(out) == 30 and rep["epsilon"] <= epsilon and rep["delta"] <= delta
+
+
+def test_new_category_release_rate_matches_delta():
+    """Monte Carlo over the implementation itself: a key of count 1 is kept at rate delta."""
+    rng = np.random.default_rng(11)
+    led = BudgetLedger(1e9)
+    delta, trials = 0.05, 4000
+    kept = sum(
+        dsc.discover_categories(["x"], rho=0.02, delta=delta, rng=rng, ledger=led, label="t")[0] == ["x"]
+        for _ in range(trials)
+    )
+    assert abs(kept / trials - delta) <= 4 * math.sqrt(delta * (1 - delta) / trials)
+
+
+@pytest.mark.parametrize("currency,conversion", [("zcdp", "cks"), ("zcdp", "prop4"), ("gdp", "gdp")])
+@pytest.mark.parametrize("rho,delta", [(0.01, 1e-9), (1e-6, 1e-5), (3.0, 1e-12)])
+def test_mechanism_epsilon_fits_the_rest_tightly(currency, conversion, rho, delta):
+    from margsynth.tabular.api import mechanism_epsilon
+
+    eps = mechanism_epsilon(rho, delta, currency, conversion)
+    if currency == "zcdp":
+        total = BudgetLedger.from_dp(eps, delta, conversion=conversion).total
+    else:
+        total = BudgetLedger.from_dp(eps, delta, currency="gdp").total ** 2 / 2
+    assert total <= rho and total >= rho * (1 - 1e-8)

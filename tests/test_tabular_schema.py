@@ -56,6 +56,7 @@ BAD_CELLS = [
     ("rooms", 3, 2.5, r"column 'rooms' row 3: non-integer value 2.5 in an integer column"),
     ("rooms", 5, 12, r"column 'rooms' row 5: value 12 outside the bounds \[1, 6\]"),
     ("rooms", 2, None, r"column 'rooms' row 2: missing value None in a column that is not nullable"),
+    ("rooms", 6, True, r"column 'rooms' row 6: boolean value True in a numeric column"),
     ("price", 9, "cheap", r"column 'price' row 9: non-numeric value 'cheap' in a numeric column"),
     ("price", 4, float("inf"), r"column 'price' row 4: non-numeric value inf"),
     ("kind", 11, "castle", r"column 'kind' row 11: value 'castle' is not one of the 2 declared categories"),

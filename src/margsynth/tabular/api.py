@@ -83,7 +83,9 @@ def mechanism_epsilon(rho: float, delta: float, currency: str, conversion: str) 
             return acc.gdp_mu_for_dp(e, delta) ** 2 / 2.0
 
     if not (eps > 0 and math.isfinite(eps)):
-        raise ValueError(f"the mechanism's share of the budget (rho={rho:.6g}) gives no usable epsilon at delta={delta!r}")
+        raise ValueError(
+            f"the mechanism's share of the budget (rho={rho:.6g}) gives no usable epsilon at delta={delta!r}"
+        )
     for _ in range(10_000):
         if cost(eps) <= rho:
             return eps
@@ -134,7 +136,9 @@ def synthesize(
     (the mechanism's ``synthetic_records``/``n_particles``); ``public`` is the public table
     of mechanisms that need one (NIST-MST), coded with the same encoder; the other keyword
     arguments are the mechanism's hyperparameters. Every check — arguments, schema, cells,
-    hyperparameters, budget — runs before the first draw.
+    hyperparameters, budget — runs before the first draw; only the mechanism's checks that
+    depend on the discovered domain (e.g. a marginal too large for memory) run after
+    discovery, still before the mechanism draws anything and before anything is released.
 
     The report (a dict) has ``mechanism, parameters, epsilon, delta`` (spent, at most the
     requested), ``requested``, ``records``, ``seed``, ``preprocessing`` (per column what was
@@ -146,8 +150,10 @@ def synthesize(
     check_privacy_params(epsilon, delta)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
-    if isinstance(preprocessing_share, bool) or not isinstance(preprocessing_share, (int, float)) or not (
-        0 < preprocessing_share < 1
+    if (
+        isinstance(preprocessing_share, bool)
+        or not isinstance(preprocessing_share, (int, float))
+        or not (0 < preprocessing_share < 1)
     ):
         raise ValueError(f"preprocessing_share must be in (0, 1), got {preprocessing_share!r}")
     if n is not None:
@@ -213,12 +219,22 @@ def synthesize(
         "records": len(synthetic),
         "seed": int(seed),
         "preprocessing": {**prep, "preprocessing_share": preprocessing_share if discovers else 0.0},
-        "mechanism_budget": {"epsilon": eps_m, "delta": delta_conv, "currency": currency, "conversion": conversion,
-                             "spent_epsilon": result.epsilon, "rho": rest},  # fmt: skip
-        "budget": {"rho_total": ledger.total, "rho_spent": ledger.spent, "delta_conversion": delta_conv,
-                   "delta_categories": delta_cat,
-                   "composition": "epsilon from the total rho at delta_conversion; "
-                                  "delta = delta_conversion + exp(epsilon) * delta_categories"},  # fmt: skip
+        "mechanism_budget": {
+            "epsilon": eps_m,
+            "delta": delta_conv,
+            "currency": currency,
+            "conversion": conversion,
+            "spent_epsilon": result.epsilon,
+            "rho": rest,
+        },  # fmt: skip
+        "budget": {
+            "rho_total": ledger.total,
+            "rho_spent": ledger.spent,
+            "delta_conversion": delta_conv,
+            "delta_categories": delta_cat,
+            "composition": "epsilon from the total rho at delta_conversion; "
+            "delta = delta_conversion + exp(epsilon) * delta_categories",
+        },  # fmt: skip
         "ledger": ledger.to_dict(),
         "seconds": {"preprocessing": t_pre, **result.seconds, "total": time.perf_counter() - t0},
         "encoder": encoder.to_dict(),

@@ -55,6 +55,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from ..privacy import BudgetLedger
+from ..privacy.accounting import gaussian_sigma
 
 __all__ = [
     "BOUNDS_FALSE_POSITIVE",
@@ -64,7 +65,6 @@ __all__ = [
     "category_counts",
     "discover_bounds",
     "discover_categories",
-    "gaussian_sigma",
     "log2_bin_edges",
     "log2_histogram",
     "private_quantile_cuts",
@@ -83,17 +83,11 @@ BOUNDS_FALSE_POSITIVE = 0.05
 QUANTILE_GRID = 1024
 
 
-def gaussian_sigma(rho: float) -> float:
-    """``σ = sqrt(1/(2ρ))``: the Gaussian scale whose L2-sensitivity-1 measurement costs ρ
-    zCDP (Prop. 1 of arXiv:2108.04978)."""
-    if not (isinstance(rho, (int, float)) and math.isfinite(rho) and rho > 0):
-        raise ValueError(f"rho must be a finite number > 0, got {rho!r}")
-    return math.sqrt(1.0 / (2.0 * rho))
-
-
 def _charge(ledger: BudgetLedger, sigma: float, label: str) -> None:
     """Charge one L2-sensitivity-1 Gaussian measurement (Prop. 1) before its noise is drawn."""
-    ledger.charge("gaussian", ledger.cost("gaussian", sigma=sigma, sensitivity=1.0), label, sigma=sigma, sensitivity=1.0)
+    ledger.charge(
+        "gaussian", ledger.cost("gaussian", sigma=sigma, sensitivity=1.0), label, sigma=sigma, sensitivity=1.0
+    )
 
 
 # ----------------------------------------------------------------------------- categories

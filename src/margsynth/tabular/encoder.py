@@ -28,27 +28,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..dataset import Dataset
+from ..dataset import Dataset, _show
 from ..domain import Attribute, Domain
 from ..privacy import BudgetLedger
 from . import discovery as dsc
-from .schema import DISCOVER, ColumnSpec, Schema, _scalar, category_key
+from .schema import DISCOVER, ColumnSpec, Schema, category_key
 
 __all__ = ["ENCODER_VERSION", "ColumnCoding", "Encoder", "check_table", "fit_encoder"]
 
 ENCODER_VERSION = 1
 
 
-def _show(value: Any) -> str:
-    value = _scalar(value)
-    return repr(value)
-
-
 def _missing(values: pd.Series) -> np.ndarray:
     """Null cells: NaN/None/NA, or the empty string."""
     miss = values.isna().to_numpy()
     if values.dtype == object or pd.api.types.is_string_dtype(values.dtype):
-        miss = miss | values.astype(object).map(lambda v: isinstance(v, str) and v == "").to_numpy(dtype=bool)
+        miss = miss | (values.astype(object) == "").to_numpy(dtype=bool)
     return miss
 
 
@@ -69,8 +64,11 @@ def _numbers(spec: ColumnSpec, values: pd.Series, miss: np.ndarray) -> np.ndarra
     if bad.any():
         r = _first(bad)
         raise ValueError(f"column {spec.name!r} row {r}: non-numeric value {_show(raw[r])} in a numeric column")
-    for r in np.flatnonzero(~miss & (values.astype(object).map(lambda v: isinstance(v, bool)).to_numpy(dtype=bool))):
-        raise ValueError(f"column {spec.name!r} row {int(r)}: boolean value {_show(raw[r])} in a numeric column")
+    if values.dtype == object:  # True/False among numbers would read as 1/0
+        bad = ~miss & values.map(lambda v: isinstance(v, (bool, np.bool_))).to_numpy(dtype=bool)
+        if bad.any():
+            r = _first(bad)
+            raise ValueError(f"column {spec.name!r} row {r}: boolean value {_show(raw[r])} in a numeric column")
     if spec.type == "integer":
         bad = ~miss & (x != np.round(x))
         if bad.any():
@@ -118,21 +116,32 @@ def check_table(df: pd.DataFrame, schema: Schema) -> dict[str, tuple[np.ndarray,
                     r = _first(bad)
                     raise ValueError(
                         f"column {spec.name!r} row {r}: value {_show(values.iloc[r])} outside the bounds [{_num(lo, spec)}, "
-                        f"{_num(hi, spec)}] (set \"clip\": true to clamp)"
+                        f'{_num(hi, spec)}] (set "clip": true to clamp)'
                     )
             out[spec.name] = (miss, x)
         else:
-            keys = np.array([None if m else category_key(v) for v, m in zip(values.tolist(), miss)], dtype=object)
+            keys = _keys(values, miss)
             if spec.categories != DISCOVER and (spec.kind == "ordinal" or spec.strict is not False):
                 known = {category_key(c) for c in spec.categories}
-                for r in np.flatnonzero(~miss):
-                    if keys[r] not in known:
-                        raise ValueError(
-                            f"column {spec.name!r} row {int(r)}: value {_show(values.iloc[int(r)])} is not one of the "
-                            f"{len(known)} declared categories (the column is strict)"
-                        )
+                outside = ~miss & ~pd.Series(keys).isin(known).to_numpy()
+                if outside.any():
+                    r = _first(outside)
+                    raise ValueError(
+                        f"column {spec.name!r} row {r}: value {_show(values.iloc[r])} is not one of the "
+                        f"{len(known)} declared categories (the column is strict)"
+                    )
             out[spec.name] = (miss, keys)
     return out
+
+
+def _keys(values: pd.Series, miss: np.ndarray) -> np.ndarray:
+    """:func:`~margsynth.tabular.schema.category_key` of every cell (``None`` where null),
+    computed once per distinct value."""
+    codes, uniques = pd.factorize(values.astype(object), use_na_sentinel=True)
+    table = np.array([category_key(u) for u in uniques] + [None], dtype=object)
+    keys = table[np.where(codes < 0, len(uniques), codes)]
+    keys[miss] = None
+    return keys
 
 
 def _num(v: float, spec: ColumnSpec) -> Any:
@@ -286,7 +295,7 @@ class Encoder:
             else:
                 index = {category_key(v): i for i, v in enumerate(c.categories)}
                 other = len(c.categories)  # only reached when there is an other bucket
-                code = np.array([index.get(k, other) if k is not None else 0 for k in vals], dtype=np.int64)
+                code = pd.Series(vals).map(index).fillna(other).to_numpy(dtype=np.int64)
             if c.nullable:
                 code = np.where(miss, c.null_code, code)
             codes[:, j] = code
@@ -426,6 +435,7 @@ def fit_encoder(
     Returns the encoder and the ``"preprocessing"`` report: the budget spent, and per
     column what was done and what it cost. A schema with nothing to discover needs no
     ledger, rng or delta, and spends nothing.
+
     """
     schema = Schema.coerce(schema)
     checked = check_table(df, schema)
@@ -435,7 +445,9 @@ def fit_encoder(
     rho_step = 0.0
     if steps:
         if not isinstance(ledger, BudgetLedger):
-            raise ValueError(f"ledger: the schema leaves {len(steps)} step(s) to discover; expected a BudgetLedger, got {ledger!r}")
+            raise ValueError(
+                f"ledger: the schema leaves {len(steps)} step(s) to discover; expected a BudgetLedger, got {ledger!r}"
+            )
         if ledger.currency != "zcdp":
             raise ValueError(f"ledger: discovery is accounted in zCDP; got a {ledger.currency!r} ledger")
         if not isinstance(rng, np.random.Generator):
@@ -486,7 +498,9 @@ def fit_encoder(
                 clip = True
             else:
                 lo, hi = spec.bounds
-                done.append({"step": "bounds", "method": "given", "bounds": [_num(lo, spec), _num(hi, spec)], "rho": 0.0})
+                done.append(
+                    {"step": "bounds", "method": "given", "bounds": [_num(lo, spec), _num(hi, spec)], "rho": 0.0}
+                )
             x = np.clip(x, lo, hi)
             if spec.binning == "quantile":
                 cuts, info = dsc.private_quantile_cuts(

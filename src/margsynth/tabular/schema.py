@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +69,11 @@ def category_key(value: Any) -> str:
 
 def _finite(name: str, what: str, value: Any) -> float:
     """A finite number, else ``ValueError`` naming the column."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not math.isfinite(value):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float, np.integer, np.floating))
+        or not math.isfinite(value)
+    ):
         raise ValueError(f"column {name!r}: {what} must be a finite number, got {value!r}")
     return float(value)
 
@@ -129,10 +133,14 @@ class ColumnSpec:
                 )
         else:
             if not isinstance(cats, Sequence) or len(cats) == 0:
-                raise ValueError(f"column {n!r}: categories must be a non-empty list or \"discover\", got {cats!r}")
+                raise ValueError(f'column {n!r}: categories must be a non-empty list or "discover", got {cats!r}')
             cats = tuple(_scalar(c) for c in cats)
             for c in cats:
-                if c is None or (isinstance(c, float) and not math.isfinite(c)) or not isinstance(c, (str, int, float, bool)):
+                if (
+                    c is None
+                    or (isinstance(c, float) and not math.isfinite(c))
+                    or not isinstance(c, (str, int, float, bool))
+                ):
                     raise ValueError(f"column {n!r}: category {c!r} must be a string or a finite number")
             keys = [category_key(c) for c in cats]
             dup = sorted({k for k in keys if keys.count(k) > 1})
@@ -145,7 +153,11 @@ class ColumnSpec:
             raise ValueError(f"column {n!r}: strict must be true or false, got {self.strict!r}")
         if not isinstance(self.other_label, str) or not self.other_label:
             raise ValueError(f"column {n!r}: other_label must be a non-empty string, got {self.other_label!r}")
-        if self.has_other and not isinstance(cats, str) and category_key(self.other_label) in {category_key(c) for c in cats}:
+        if (
+            self.has_other
+            and not isinstance(cats, str)
+            and category_key(self.other_label) in {category_key(c) for c in cats}
+        ):
             raise ValueError(
                 f"column {n!r}: other_label {self.other_label!r} is also a category; choose another other_label"
             )
@@ -161,17 +173,21 @@ class ColumnSpec:
             raise ValueError(f"column {n!r}: numeric column needs 'bounds' ([lo, hi] or \"discover\")")
         if isinstance(b, str):
             if b != DISCOVER:
-                raise ValueError(f"column {n!r}: bounds must be [lo, hi] or \"discover\", got {b!r}")
+                raise ValueError(f'column {n!r}: bounds must be [lo, hi] or "discover", got {b!r}')
             if self.clip:
-                raise ValueError(f"column {n!r}: clip is for given bounds (values outside discovered bounds are always clamped)")
+                raise ValueError(
+                    f"column {n!r}: clip is for given bounds (values outside discovered bounds are always clamped)"
+                )
         else:
             if not isinstance(b, Sequence) or len(b) != 2:
-                raise ValueError(f"column {n!r}: bounds must be [lo, hi] or \"discover\", got {b!r}")
+                raise ValueError(f'column {n!r}: bounds must be [lo, hi] or "discover", got {b!r}')
             lo, hi = (_finite(n, "bounds", v) for v in b)
             if not lo < hi:
                 raise ValueError(f"column {n!r}: bounds [{b[0]!r}, {b[1]!r}] are reversed or empty; expected lo < hi")
             if self.type == "integer" and (lo != int(lo) or hi != int(hi)):
-                raise ValueError(f"column {n!r}: bounds of an integer column must be integers, got [{b[0]!r}, {b[1]!r}]")
+                raise ValueError(
+                    f"column {n!r}: bounds of an integer column must be integers, got [{b[0]!r}, {b[1]!r}]"
+                )
             object.__setattr__(self, "bounds", (lo, hi))
         if not isinstance(self.clip, bool):
             raise ValueError(f"column {n!r}: clip must be true or false, got {self.clip!r}")
@@ -184,7 +200,9 @@ class ColumnSpec:
                 raise ValueError(f"column {n!r}: explicit binning takes 'cuts', not 'bins'")
             cuts = self.cuts
             if not isinstance(cuts, Sequence) or isinstance(cuts, str) or len(cuts) == 0:
-                raise ValueError(f"column {n!r}: explicit binning needs 'cuts', a non-empty list of cut points, got {cuts!r}")
+                raise ValueError(
+                    f"column {n!r}: explicit binning needs 'cuts', a non-empty list of cut points, got {cuts!r}"
+                )
             cuts = tuple(_finite(n, "cuts", c) for c in cuts)
             if any(a >= c for a, c in zip(cuts, cuts[1:])):
                 raise ValueError(f"column {n!r}: cuts must increase strictly, got {list(cuts)}")
@@ -192,7 +210,11 @@ class ColumnSpec:
                 raise ValueError(f"column {n!r}: cuts of an integer column must be integers, got {list(cuts)}")
             if not isinstance(self.bounds, str):
                 lo, hi = self.bounds
-                bad = [c for c in cuts if not lo < c <= hi] if self.type == "integer" else [c for c in cuts if not lo < c < hi]
+                bad = (
+                    [c for c in cuts if not lo < c <= hi]
+                    if self.type == "integer"
+                    else [c for c in cuts if not lo < c < hi]
+                )
                 if bad:
                     raise ValueError(f"column {n!r}: cut point {bad[0]!r} is outside the bounds ({lo!r}, {hi!r})")
             object.__setattr__(self, "cuts", cuts)
@@ -263,7 +285,9 @@ class ColumnSpec:
             raise ValueError(f"column {name!r}: kind must be one of {KINDS}, got {kind!r}")
         unknown = sorted(set(d) - _KEYS[kind])
         if unknown:
-            raise ValueError(f"column {name!r}: unknown key(s) {unknown} for a {kind} column; expected {sorted(_KEYS[kind])}")
+            raise ValueError(
+                f"column {name!r}: unknown key(s) {unknown} for a {kind} column; expected {sorted(_KEYS[kind])}"
+            )
         kw = {k: v for k, v in d.items()}
         for key in ("categories", "bounds", "cuts"):
             if isinstance(kw.get(key), list):
@@ -289,7 +313,6 @@ class Schema:
 
     columns: tuple[ColumnSpec, ...]
     public: bool = False
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
         cols = tuple(self.columns)
