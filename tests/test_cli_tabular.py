@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 
@@ -34,6 +35,26 @@ def _synth(toy, *extra, mech="mst", out="out.csv"):
 
 def _sha(path):
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@contextlib.contextmanager
+def generate_states():
+    """The ``(n, rng state)`` of every Algorithm 8 call (``GraphicalModel.synthetic_data``) inside the block."""
+    from margsynth.inference.pgm import GraphicalModel
+
+    states = []
+    real = GraphicalModel.synthetic_data
+
+    def spy(self, n=None, rng=None, method="round"):
+        states.append((n, rng.bit_generator.state))
+        return real(self, n, rng=rng, method=method)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(GraphicalModel, "synthetic_data", spy)
+    try:
+        yield states
+    finally:
+        mp.undo()
 
 
 # ----------------------------------------------------------------------------- saved models of code tables
@@ -72,21 +93,9 @@ def test_save_model_then_sample(toy, capsys, mech):
 def test_sample_of_the_runs_rng_state_gives_the_runs_records(toy):
     """The saved model's sampler, fed the rng state the run had at GENERATE, rewrites the run's CSV."""
     from margsynth.commands.sample import load_model
-    from margsynth.inference.pgm import GraphicalModel
 
-    states = []
-    real = GraphicalModel.synthetic_data
-
-    def spy(self, n=None, rng=None, method="round"):
-        states.append((n, rng.bit_generator.state))
-        return real(self, n, rng=rng, method=method)
-
-    mp = pytest.MonkeyPatch()
-    mp.setattr(GraphicalModel, "synthetic_data", spy)
-    try:
+    with generate_states() as states:
         assert main(_synth(toy, "--seed", "2", "--save-model", str(toy / "m.npz"))) == 0
-    finally:
-        mp.undo()
     n, state = states[-1]
     rng = np.random.default_rng()
     rng.bit_generator.state = state
@@ -277,23 +286,11 @@ def test_raw_saved_model_replays_the_runs_decoded_records(raw):
     """Fed the rng state the run had at Algorithm 8, the saved model's sampler and the saved encoder
     rewrite the run's decoded CSV byte for byte (the encoder draws within bins from the same rng)."""
     from margsynth.commands.sample import load_model
-    from margsynth.inference.pgm import GraphicalModel
 
-    states = []
-    real = GraphicalModel.synthetic_data
-
-    def spy(self, n=None, rng=None, method="round"):
-        states.append((n, rng.bit_generator.state))
-        return real(self, n, rng=rng, method=method)
-
-    mp = pytest.MonkeyPatch()
-    mp.setattr(GraphicalModel, "synthetic_data", spy)
-    try:
+    with generate_states() as states:
         assert main(["synth", "mst", "--dataset", str(raw / "raw.csv"), "--schema", str(_schema(raw)), "--epsilon", "1",
                      "--delta", "1e-9", "--seed", "5", "--out", str(raw / "out.csv"), "--save-model", str(raw / "m.npz"),
                      "-p", "iters=100"]) == 0  # fmt: skip
-    finally:
-        mp.undo()
     n, state = states[-1]
     rng = np.random.default_rng()
     rng.bit_generator.state = state

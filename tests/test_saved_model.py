@@ -85,17 +85,12 @@ def test_save_load_sample_is_exact(runs, name, tmp_path):
 
 
 @pytest.mark.parametrize("name", ["mst", "nist-mst", "aim", "privsyn-pgm"])
-def test_sampler_repeats_the_runs_generate_step(name, monkeypatch):
+def test_sampler_repeats_the_runs_generate_step(name):
     """Replaying the rng state the run had when it started Algorithm 8 gives the run's own records."""
-    states = []
-    real = GraphicalModel.synthetic_data
+    from .test_cli_tabular import generate_states
 
-    def spy(self, n=None, rng=None, method="round"):
-        states.append((n, rng.bit_generator.state))
-        return real(self, n, rng=rng, method=method)
-
-    monkeypatch.setattr(GraphicalModel, "synthetic_data", spy)
-    res = _run(name, seed=3)
+    with generate_states() as states:
+        res = _run(name, seed=3)
     n, state = states[-1]
     rng = np.random.default_rng()
     rng.bit_generator.state = state

@@ -380,15 +380,9 @@ def model_bytes(result, info: dict, columns: list[str], encoder=None) -> bytes:
 
 
 def _json_default(o):
-    import numpy as np
+    from ..mechanisms.saved import json_default  # imported on use: the CLI starts without numpy
 
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, (set, frozenset, tuple)):
-        return list(o)
-    return repr(o)
+    return json_default(o)
 
 
 def _main(args) -> int:

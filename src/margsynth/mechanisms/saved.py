@@ -49,7 +49,16 @@ from ..inference.pgm import GraphicalModel, JunctionTree
 from .base import check_records
 from .compression import Compression
 
-__all__ = ["FORMAT", "PGM_MECHANISMS", "VERSION", "PGMSampler", "SavedModel", "pgm_sampler", "unsavable_reason"]
+__all__ = [
+    "FORMAT",
+    "PGM_MECHANISMS",
+    "VERSION",
+    "PGMSampler",
+    "SavedModel",
+    "json_default",
+    "pgm_sampler",
+    "unsavable_reason",
+]
 
 FORMAT = "margsynth-model"
 VERSION = 1
@@ -141,20 +150,21 @@ def unsavable_reason(mechanism: Any) -> str | None:
 _TIMINGS = ("seconds", "wall_seconds")
 
 
+def json_default(o: Any) -> Any:
+    """``json.dumps``'s ``default`` for run descriptions: numpy scalars and arrays as numbers and
+    lists, sets as lists, anything else by its ``repr``."""
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, (set, frozenset, tuple)):
+        return list(o)
+    return repr(o)
+
+
 def _plain(obj: Any) -> Any:
-    """``obj`` as JSON values (numpy scalars and arrays, tuples and sets to lists; anything else by ``repr``)."""
-
-    def default(o):
-        if isinstance(o, np.generic):
-            return o.item()
-        if isinstance(o, np.ndarray):
-            return o.tolist()
-        if isinstance(o, (set, frozenset, tuple)):
-            return list(o)
-        return repr(o)
-
-    text = json.dumps(obj, default=default)
-    return json.loads(text)
+    """``obj`` as JSON values (:func:`json_default`)."""
+    return json.loads(json.dumps(obj, default=json_default))
 
 
 def _finite_json(obj: Any) -> Any:
