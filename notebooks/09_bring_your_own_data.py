@@ -137,9 +137,15 @@ bars
 # 0.15 of the real Spearman correlation, the airport's 1-way distribution within total variation 0.05, and the share
 # of empty cells of every column (2% of wind directions, 80% of gusts, 10% of pressures are empty) within 3 points.
 #
-# In the figures, the discovered bounds show: they are edges of powers-of-two bins (the temperature's upper bound is
-# 128 °F), so the outermost quantile bins are wide and a value drawn uniformly in them can lie beyond the real
-# extremes; given bounds and explicit cut points (humidity, wind direction) have no such tails.
+# In the figures, the discovered bounds show (table below): they are edges of powers-of-two bins, so they can lie
+# well beyond the real extremes (and the outermost quantile bins are then wide: a value drawn uniformly in them can
+# lie beyond the real maximum), or inside them (the real values beyond are clamped: dew points below the discovered
+# lower bound). Given bounds and explicit cut points (humidity, wind direction) have neither effect.
+
+# %%
+bounds = exp.bounds_table(report, raw)
+save_table(bounds, "09_bounds")
+bounds.round(3)
 
 # %%
 fig = exp.plot_distributions(raw, synthetic, exp.SHOWN)

@@ -38,6 +38,7 @@ __all__ = [
     "DROPPED",
     "EDITS",
     "PROFILES",
+    "bounds_table",
     "checks",
     "edit_schema",
     "ledger_table",
@@ -158,6 +159,23 @@ def preprocessing_table(report: dict[str, Any]) -> pd.DataFrame:
         steps = col.get("steps", col) if isinstance(col, dict) else col
         for st in steps if isinstance(steps, list) else [steps]:
             rows.append({"column": name, **{k: v for k, v in st.items() if not isinstance(v, (list, dict))}})
+    return pd.DataFrame(rows)
+
+
+def bounds_table(report: dict[str, Any], raw: pd.DataFrame) -> pd.DataFrame:
+    """Per numeric column: the bounds and bins the run used (given or discovered) beside the real
+    minimum and maximum, and the share of real values clamped into the bounds (the real extremes are
+    read here for the reader of the notebook; the run never saw them)."""
+    rows = []
+    for c in report["encoder"]["columns"]:
+        if c["kind"] != "numeric":
+            continue
+        lo, hi = c["bounds"]
+        x = pd.to_numeric(raw[c["name"]], errors="coerce").dropna()
+        steps = {st["step"]: st for st in report["preprocessing"]["columns"][c["name"]]["steps"]}
+        rows.append({"column": c["name"], "bounds": "discovered" if steps["bounds"]["method"] != "given" else "given",
+                     "lo": lo, "hi": hi, "bins": len(c.get("cuts", [])) + 1, "real min": x.min(), "real max": x.max(),
+                     "share clamped": float(((x < lo) | (x > hi)).mean())})  # fmt: skip
     return pd.DataFrame(rows)
 
 
