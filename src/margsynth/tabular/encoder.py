@@ -434,8 +434,8 @@ def fit_encoder(
 
     Returns the encoder and the ``"preprocessing"`` report: the budget spent, and per
     column what was done and what it cost. A schema with nothing to discover needs no
-    ledger, rng or delta, and spends nothing.
-
+    ledger, rng or delta, and spends nothing. Explicit cut points outside discovered bounds
+    are dropped (their bins merge; the report gives the number of bins).
     """
     schema = Schema.coerce(schema)
     checked = check_table(df, schema)
