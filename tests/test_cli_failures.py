@@ -569,6 +569,12 @@ def _model_case(toy, model, case):
     if not (toy / "link.npz").exists():
         (toy / "link.npz").symlink_to(toy / "target.npz")
     sample = ["sample", str(model), "--seed", str(SEED), "--out", str(toy / "s.csv")]
+    with np.load(model, allow_pickle=False) as z:  # a model file from a future margsynth
+        arrays = {k: z[k] for k in z.files}
+    meta = json.loads(arrays["meta"].tobytes())
+    meta["version"] = 99
+    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    np.savez(toy / "future.npz", **arrays)
     return {
         "synth --save-model privsyn": ([a for a in _synth(toy, "--seed", str(SEED), "--save-model", str(toy / "p.npz"), mech="privsyn")
                                         if a not in ("-p", "iters=20")],
@@ -597,6 +603,8 @@ def _model_case(toy, model, case):
                                      "MODEL", "not a numpy .npz archive"),
         "sample MODEL is a CSV": (["sample", str(toy / "priv.csv"), "--out", str(toy / "s.csv"), "--seed", str(SEED)],
                                   "MODEL", "expected a model file written by margsynth synth --save-model"),
+        "sample MODEL from a future version": (["sample", str(toy / "future.npz"), "--out", str(toy / "s.csv"), "--seed",
+                                               str(SEED)], "MODEL", "meta.version: version 99 is not supported"),
         "sample --n 0": ([*sample, "--n", "0"], "--n", "0 is not >= 1"),
         "sample --n x": ([*sample, "--n", "x"], "--n", "'x' is not an integer"),
         "sample --n huge": ([*sample, "--n", str(10**12)], "--n", "memory limit"),
@@ -611,7 +619,8 @@ MODEL_CASES = [
     "synth --save-model privsyn", "synth --save-model privpgd", "synth --save-model is --out",
     "synth --save-model is the sidecar", "synth --save-model folder", "synth --save-model symlink",
     "synth --save-model is the input", "synth --preprocessing-share without --schema", "synth --preprocessing-share 1",
-    "sample MODEL missing", "sample MODEL folder", "sample MODEL not a model", "sample MODEL is a CSV", "sample --n 0",
+    "sample MODEL missing", "sample MODEL folder", "sample MODEL not a model", "sample MODEL is a CSV",
+    "sample MODEL from a future version", "sample --n 0",
     "sample --n x", "sample --n huge", "sample --seed -1", "sample --out is MODEL", "sample --out folder",
     "sample --out symlink",
 ]  # fmt: skip
