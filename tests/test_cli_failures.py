@@ -661,3 +661,207 @@ def test_query_mechanisms_run_from_the_cli_same_seed_same_bytes(toy, capsys, mec
     assert side["ledger"] and side["ledger"][0]["label"] == "measure total"
     assert side["budget"]["spent"] <= side["budget"]["total"] * (1 + 1e-12)
     assert pd.read_csv(toy / "a.csv").columns.tolist() == ["x", "y", "z"]
+# ----------------------------------------------------------------------------- saved models and sample
+@pytest.fixture
+def toy_model(toy):
+    """``toy`` with a saved MST model (made before any spy is installed)."""
+    assert main(_synth(toy, "--save-model", str(toy / "m.npz"), out=toy / "first.csv")) == 0
+    return toy / "m.npz"
+
+
+def _model_case(toy, model, case):
+    (toy / "afolder").mkdir(exist_ok=True)
+    (toy / "notmodel.npz").write_text("x,y,z\n0,0,0\n")
+    (toy / "target.npz").write_bytes(b"keep me")
+    if not (toy / "link.npz").exists():
+        (toy / "link.npz").symlink_to(toy / "target.npz")
+    sample = ["sample", str(model), "--seed", str(SEED), "--out", str(toy / "s.csv")]
+    with np.load(model, allow_pickle=False) as z:  # a model file from a future margsynth
+        arrays = {k: z[k] for k in z.files}
+    meta = json.loads(arrays["meta"].tobytes())
+    meta["version"] = 99
+    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    np.savez(toy / "future.npz", **arrays)
+    return {
+        "synth --save-model privsyn": ([a for a in _synth(toy, "--seed", str(SEED), "--save-model", str(toy / "p.npz"), mech="privsyn")
+                                        if a not in ("-p", "iters=20")],
+                                       "--save-model", "'privsyn' keeps no fitted Private-PGM model"),
+        "synth --save-model privpgd": (_synth(toy, "--seed", str(SEED), "--save-model", str(toy / "p.npz"), mech="mst-gum"),
+                                       "--save-model", "generates with gum, not with Private-PGM"),
+        "synth --save-model is --out": (_synth(toy, "--seed", str(SEED), "--save-model", str(toy / "out.csv")),
+                                        "--save-model", "same file as --out"),
+        "synth --save-model is the sidecar": (_synth(toy, "--seed", str(SEED), "--save-model", str(toy / "out.csv.json")),
+                                              "--save-model", "same file as --out's sidecar"),
+        "synth --save-model folder": (_synth(toy, "--seed", str(SEED), "--save-model", str(toy / "afolder")),
+                                      "--save-model", "is a folder"),
+        "synth --save-model symlink": (_synth(toy, "--seed", str(SEED), "--save-model", str(toy / "link.npz")),
+                                       "--save-model", "symbolic link"),
+        "synth --save-model is the input": (_synth(toy, "--seed", str(SEED), "--save-model", str(toy / "priv.csv")),
+                                            "--save-model", "is the input --dataset"),
+        "synth --preprocessing-share without --schema": (_synth(toy, "--seed", str(SEED), "--preprocessing-share", "0.1"),
+                                                         "--preprocessing-share", "only a raw CSV (--schema)"),
+        "synth --preprocessing-share 1": (_synth(toy, "--seed", str(SEED), "--preprocessing-share", "1"),
+                                          "--preprocessing-share", "not in (0, 1)"),
+        "sample MODEL missing": (["sample", str(toy / "nope.npz"), "--out", str(toy / "s.csv"), "--seed", str(SEED)],
+                                 "MODEL", "does not exist"),
+        "sample MODEL folder": (["sample", str(toy / "afolder"), "--out", str(toy / "s.csv"), "--seed", str(SEED)],
+                                "MODEL", "is a folder"),
+        "sample MODEL not a model": (["sample", str(toy / "notmodel.npz"), "--out", str(toy / "s.csv"), "--seed", str(SEED)],
+                                     "MODEL", "not a numpy .npz archive"),
+        "sample MODEL is a CSV": (["sample", str(toy / "priv.csv"), "--out", str(toy / "s.csv"), "--seed", str(SEED)],
+                                  "MODEL", "expected a model file written by margsynth synth --save-model"),
+        "sample MODEL from a future version": (["sample", str(toy / "future.npz"), "--out", str(toy / "s.csv"), "--seed",
+                                               str(SEED)], "MODEL", "meta.version: version 99 is not supported"),
+        "sample --n 0": ([*sample, "--n", "0"], "--n", "0 is not >= 1"),
+        "sample --n x": ([*sample, "--n", "x"], "--n", "'x' is not an integer"),
+        "sample --n huge": ([*sample, "--n", str(10**12)], "--n", "memory limit"),
+        "sample --seed -1": ([*sample[:2], "--seed", "-1", "--out", str(toy / "s.csv")], "--seed", "-1 is negative"),
+        "sample --out is MODEL": (["sample", str(model), "--seed", str(SEED), "--out", str(model)], "--out", "is the input MODEL"),
+        "sample --out folder": (["sample", str(model), "--seed", str(SEED), "--out", str(toy / "afolder")], "--out", "is a folder"),
+        "sample --out symlink": (["sample", str(model), "--seed", str(SEED), "--out", str(toy / "link.npz")], "--out", "symbolic link"),
+    }[case]  # fmt: skip
+
+
+MODEL_CASES = [
+    "synth --save-model privsyn", "synth --save-model privpgd", "synth --save-model is --out",
+    "synth --save-model is the sidecar", "synth --save-model folder", "synth --save-model symlink",
+    "synth --save-model is the input", "synth --preprocessing-share without --schema", "synth --preprocessing-share 1",
+    "sample MODEL missing", "sample MODEL folder", "sample MODEL not a model", "sample MODEL is a CSV",
+    "sample MODEL from a future version", "sample --n 0",
+    "sample --n x", "sample --n huge", "sample --seed -1", "sample --out is MODEL", "sample --out folder",
+    "sample --out symlink",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", MODEL_CASES)
+def test_save_model_and_sample_refuse_bad_input_up_front(toy_model, spy, capsys, case):
+    toy = toy_model.parent
+    args, option, message = _model_case(toy, toy_model, case)
+    capsys.readouterr()
+    before = _tree(toy)
+    assert main(args) == 2
+    _one_line_error(capsys.readouterr().err, option, message)
+    assert _tree(toy) == before
+    assert spy["untouched"]()
+
+
+def test_synth_model_and_csv_land_as_one_unit(toy, monkeypatch, capsys, tmp_path_factory):
+    """A failure while renaming the three files puts every old file back."""
+    from margsynth.commands import _outputs
+
+    monkeypatch.setenv("MARGSYNTH_LOG_DIR", str(tmp_path_factory.mktemp("logs")))
+    assert main(_synth(toy, "--seed", "1", "--save-model", str(toy / "m.npz"))) == 0
+    old = _tree(toy)
+    real_replace = os.replace
+
+    def failing_replace(src, dst):
+        if str(dst).endswith(".csv.json"):
+            raise OSError(28, "No space left on device")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(_outputs.os, "replace", failing_replace)
+    assert main(_synth(toy, "--seed", "2", "--save-model", str(toy / "m.npz"))) == 1
+    assert _tree(toy) == old
+    monkeypatch.setattr(_outputs.os, "replace", real_replace)
+    assert main(_synth(toy, "--seed", "2", "--save-model", str(toy / "m2.npz"))) == 0
+    new = _tree(toy)
+    assert new["m.npz"] == old["m.npz"] and new["m2.npz"] != old["m.npz"]
+    capsys.readouterr()
+
+
+# ----------------------------------------------------------------------------- raw tables (synth --schema)
+@pytest.fixture
+def rawtoy(tmp_path):
+    """A raw CSV (strings, decimals, integers, empty cells) and a schema for it."""
+    pytest.importorskip("margsynth.tabular")
+    rng = np.random.default_rng(0)
+    n = 300
+    colour = rng.choice(["red", "green", "blue"], n).astype(object)
+    colour[::7] = None
+    frame = pd.DataFrame({"colour": colour, "height": rng.normal(170, 10, n).round(1), "age": rng.integers(18, 90, n),
+                          "grade": rng.choice(["low", "mid", "high"], n)})  # fmt: skip
+    frame.to_csv(tmp_path / "raw.csv", index=False)
+    schema = {"columns": [
+        {"name": "colour", "kind": "categorical", "categories": "discover", "nullable": True},
+        {"name": "height", "kind": "numeric", "type": "float", "bounds": [100, 250], "bins": 10},
+        {"name": "age", "kind": "numeric", "type": "integer", "bounds": "discover", "binning": "quantile", "bins": 5},
+        {"name": "grade", "kind": "ordinal", "categories": ["low", "mid", "high"]},
+    ]}  # fmt: skip
+    (tmp_path / "schema.json").write_text(json.dumps(schema))
+    return tmp_path
+
+
+def _raw_case(toy, case):
+    schema = json.loads((toy / "schema.json").read_text())
+    frame = pd.read_csv(toy / "raw.csv", keep_default_na=False, dtype=str)
+
+    made = []  # every entry below is built: each bad file gets its own name
+
+    def with_schema(change):
+        s = json.loads(json.dumps(schema))
+        change(s["columns"])
+        made.append(1)
+        path = toy / f"bad-schema-{len(made)}.json"
+        path.write_text(json.dumps(s))
+        return str(path)
+
+    def with_cell(col, row, value):
+        f = frame.copy()
+        f.loc[row, col] = value
+        made.append(1)
+        path = toy / f"bad-{len(made)}.csv"
+        f.to_csv(path, index=False)
+        return str(path)
+
+    raw, good = str(toy / "raw.csv"), str(toy / "schema.json")
+
+    def synth(data=raw, sch=good, *extra):
+        return ["synth", "mst", "--dataset", data, "--schema", sch, "--epsilon", "1", "--delta", "1e-6", "--seed",
+                str(SEED), "--out", str(toy / "o.csv"), "-p", "iters=20", *extra]  # fmt: skip
+
+    return {
+        "unknown column": (synth(sch=with_schema(lambda c: c.append({"name": "shoe", "kind": "categorical", "categories": "discover"}))),
+                           ["column 'shoe'"]),
+        "bounds reversed": (synth(sch=with_schema(lambda c: c[1].update(bounds=[250, 100]))),
+                            ["--schema", "column 'height'", "reversed"]),
+        "outside the category set": (synth(data=with_cell("grade", 41, "excellent")), ["column 'grade'", "row", "excellent"]),
+        "non-numeric cell": (synth(data=with_cell("age", 17, "twelve")), ["column 'age'", "row", "twelve"]),
+        "outside given bounds": (synth(data=with_cell("height", 5, "999.5")), ["column 'height'", "row", "999.5"]),
+        "empty cell in a non-nullable column": (synth(data=with_cell("grade", 3, "")), ["column 'grade'", "row"]),
+        "schema not JSON": (synth(sch=str(toy / "raw.csv")), ["--schema", "not valid JSON"]),
+        "schema missing": (synth(sch=str(toy / "nope.json")), ["--schema", "does not exist"]),
+        "dataset missing": (synth(data=str(toy / "nope.csv")), ["--dataset", "does not exist"]),
+        "--domain with --schema": ([*synth(), "--domain", good], ["--domain", "drop --domain"]),
+        "nist-mst with --schema": (["synth", "nist-mst", *synth()[2:]], ["nist-mst", "--schema"]),
+        "--save-model with GUM": (["synth", "mst-gum", *synth()[2:], "--save-model", str(toy / "m.npz")],
+                                  ["--save-model", "not with Private-PGM"]),
+        "evaluate unknown column": (["evaluate", "--dataset", raw, "--synthetic", raw, "--seed", str(SEED), "--schema",
+                                     with_schema(lambda c: c.append({"name": "shoe", "kind": "categorical", "categories": "discover"}))],
+                                    ["column 'shoe'"]),
+        "evaluate bad synthetic cell": (["evaluate", "--dataset", raw, "--synthetic", with_cell("age", 9, "old"), "--seed",
+                                         str(SEED), "--schema", good], ["--synthetic", "column 'age'", "row", "old"]),
+        "mgd bad synthetic cell": (["mgd", "--truth", raw, "--synthetic", with_cell("grade", 2, "top"), "--schema", good],
+                                   ["--synthetic", "column 'grade'", "row", "top"]),
+        "schema init RAW missing": (["schema", "init", str(toy / "nope.csv"), "--out", str(toy / "d.json")], ["RAW.csv", "does not exist"]),
+        "schema init --out exists": (["schema", "init", raw, "--out", good], ["--out", "--force"]),
+        "schema init --out is RAW": (["schema", "init", raw, "--out", raw, "--force"], ["--out", "is the input RAW.csv"]),
+    }[case]  # fmt: skip
+
+
+RAW_CASES = [
+    "unknown column", "bounds reversed", "outside the category set", "non-numeric cell", "outside given bounds",
+    "empty cell in a non-nullable column", "schema not JSON", "schema missing", "dataset missing",
+    "--domain with --schema", "nist-mst with --schema", "--save-model with GUM", "evaluate unknown column",
+    "evaluate bad synthetic cell", "mgd bad synthetic cell", "schema init RAW missing", "schema init --out exists",
+    "schema init --out is RAW",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", RAW_CASES)
+def test_raw_tables_refuse_bad_input_before_any_noise(rawtoy, spy, capsys, case):
+    args, needles = _raw_case(rawtoy, case)
+    before = _tree(rawtoy)
+    assert main(args) == 2
+    _one_line_error(capsys.readouterr().err, *needles)
+    assert _tree(rawtoy) == before
+    assert spy["untouched"]()

@@ -27,7 +27,7 @@ import sys
 from contextlib import contextmanager
 
 # Sub-command modules, in the order ``margsynth --help`` lists them.
-COMMANDS = ("data", "reproduce", "mgd", "synth", "evaluate")
+COMMANDS = ("data", "reproduce", "mgd", "synth", "sample", "evaluate", "schema")
 
 # argparse takes "-1e-6" or "-inf" for an option; these are numbers.
 _NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|infinity|nan)$", re.IGNORECASE)

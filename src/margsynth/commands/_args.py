@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 
-__all__ = ["DELTA_MIN", "EPSILON_RANGE", "check_budget", "delta_arg", "epsilon_arg", "seed_arg"]
+__all__ = ["DELTA_MIN", "EPSILON_RANGE", "check_budget", "count_arg", "delta_arg", "epsilon_arg", "seed_arg", "share_arg"]
 
 # The (ε, δ) the privacy accounting is checked on (zCDP with Prop. 4 or the
 # Canonne-Kamath-Steinke conversion, Gaussian DP, NIST-MST's Eq. 5.1): below
@@ -69,4 +69,26 @@ def seed_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer; expected an integer >= 0") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"{value} is negative; expected an integer >= 0")
+    return value
+
+
+def share_arg(text: str) -> float:
+    """A share of the privacy budget: a number strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; expected a share in (0, 1)") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not in (0, 1); expected a share of the budget strictly between 0 and 1")
+    return value
+
+
+def count_arg(text: str) -> int:
+    """A number of records: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; expected an integer >= 1") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not >= 1; expected an integer >= 1")
     return value

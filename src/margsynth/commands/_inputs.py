@@ -17,6 +17,9 @@ __all__ = [
     "is_file_arg",
     "read_csv_dataset",
     "read_domain",
+    "raw_input",
+    "read_raw_csv",
+    "read_schema",
     "resolve_dataset",
     "use_registered",
 ]
@@ -156,3 +159,50 @@ def resolve_dataset(arg: str, domain_json: str | None, *, what: str = "--dataset
     if dom is not None and dom.to_dict() != ds.domain.to_dict():
         raise ValueError(f"--domain {domain_json!r} does not match the domain of registered dataset {arg!r}")
     return Input(ds, source, sha)
+
+
+def read_schema(option: str, value: str | Path):
+    """The :class:`~margsynth.tabular.Schema` in a schema JSON file, with errors naming ``option``."""
+    from ..tabular import Schema
+
+    expected = "a schema JSON file (margsynth schema init drafts one)"
+    check_input_file(option, value, expected)
+    try:
+        return Schema.load(value)
+    except UnicodeDecodeError:
+        raise ValueError(f"{option} {str(value)!r} is not text; expected {expected}") from None
+    except ValueError as exc:
+        msg = str(exc).removeprefix(f"schema {str(value)!r}: ")
+        raise ValueError(f"{option} {str(value)!r}: {msg}") from None
+
+
+def read_raw_csv(option: str, value: str | Path):
+    """A raw CSV (strings, numbers, empty cells) as a DataFrame, read as the registered raw tables
+    are (:func:`margsynth.data.loaders.read_csv_strict`), with errors naming ``option``."""
+    from ..data.loaders import read_csv_strict
+
+    path = check_input_file(option, value, "a raw CSV file with a header row")
+    try:
+        return read_csv_strict(path)
+    except ValueError as exc:
+        msg = str(exc).removeprefix(f"{path}: ")
+        raise ValueError(f"{option} {str(value)!r}: {msg}") from None
+
+
+def raw_input(option: str, value: str) -> tuple[object, dict[str, str], Path]:
+    """A raw table named by ``option``: a registered raw table (``margsynth.data.RAW_TABLES``,
+    verified by SHA-256) or a raw CSV file. Returns ``(frame, {file: sha256}, path)``."""
+    from ..data import RAW_TABLES, load_raw
+    from ..data.fetch import DataUnavailableError, local_path
+    from ..data.registry import dataset_info
+
+    if value in RAW_TABLES and not Path(value).exists():
+        reg, data_file = RAW_TABLES[value]
+        entry = next(e for e in dataset_info(reg).files if e.path == data_file)
+        try:
+            frame = load_raw(value)
+        except DataUnavailableError as exc:
+            raise ValueError(f"{option} {value!r}: {exc}") from None
+        return frame, {data_file: entry.sha256}, local_path(entry)
+    path = check_input_file(option, value, f"a raw CSV file or a registered raw table ({', '.join(RAW_TABLES)})")
+    return read_raw_csv(option, path), {str(value): file_sha256(path)}, path

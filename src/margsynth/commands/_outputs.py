@@ -1,4 +1,5 @@
-"""Writing a command's output as one unit: a CSV and its JSON sidecar.
+"""Writing a command's output as one unit: a CSV and its JSON sidecar (and, for
+``synth --save-model``, the model file).
 
 :func:`check_out` refuses, before anything runs, an ``--out`` that is a FIFO,
 a device, a symlink, a folder (or names one, ``newdir/``), an input itself, or
@@ -17,6 +18,7 @@ import os
 import shutil
 import stat
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..paths import make_temporary, stale_temporaries
@@ -45,10 +47,11 @@ def _same(a: Path, b: Path) -> bool:
         return False
 
 
-def check_out(out: str, inputs: dict[str, Path] | None = None, option: str = "--out") -> Path:
+def check_out(out: str, inputs: dict[str, Path] | None = None, option: str = "--out", *, sidecar: bool = True) -> Path:
     """The output path, after refusing every path that cannot be a plain new or replaced file.
 
-    ``inputs`` maps a description of each input (``"--domain"``) to its path.
+    ``inputs`` maps a description of each input (``"--domain"``) to its path; ``sidecar``:
+    the output has a sidecar ``PATH.json``, checked likewise.
     """
     if not out or out.endswith(("/", os.sep)) or Path(out).name in ("", ".", ".."):
         raise ValueError(f"{option} {out!r} names a folder; expected a file path such as {out.rstrip('/') or '.'}/synthetic.csv")
@@ -59,7 +62,7 @@ def check_out(out: str, inputs: dict[str, Path] | None = None, option: str = "--
             if not ancestor.is_dir():
                 raise ValueError(f"{option} {out!r}: {str(ancestor)!r} is not a folder")
             break
-    for p, what in ((path, option), (side, f"{option}'s sidecar")):
+    for p, what in ((path, option), (side, f"{option}'s sidecar"))[: 2 if sidecar else 1]:
         if p.is_symlink():
             raise ValueError(f"{what} {str(p)!r} is a symbolic link; expected a plain file path (give the link's target)")
         try:
@@ -75,7 +78,7 @@ def check_out(out: str, inputs: dict[str, Path] | None = None, option: str = "--
         inp = Path(inp)
         if _same(path, inp) or path.resolve() == inp.resolve():
             raise ValueError(f"{option} {out!r} is the input {desc} itself; choose another output path")
-        if _same(side, inp) or side.resolve() == inp.resolve():
+        if sidecar and (_same(side, inp) or side.resolve() == inp.resolve()):
             raise ValueError(f"{option} {out!r}: its sidecar {str(side)!r} would overwrite the input {desc}; choose another output path")
     return path
 
@@ -96,22 +99,24 @@ def clean_stale(folder: Path, recursive: bool = False, quiet: bool = False) -> l
 
 
 class OutputPair:
-    """A CSV and its sidecar, written as one unit (see the module docstring).
+    """A CSV and its sidecar (and optionally more files, e.g. a saved model), written as one
+    unit (see the module docstring).
 
-    >>> with OutputPair(path) as pair:     # doctest: +SKIP
+    >>> with OutputPair(path, extra=[(model_path, "--save-model")]) as pair:     # doctest: +SKIP
     ...     result = expensive_run()        # temporaries already exist
-    ...     pair.commit(write_csv, write_sidecar)
+    ...     pair.commit(write_csv, write_sidecar, write_model)
     """
 
-    def __init__(self, path: Path, option: str = "--out"):
+    def __init__(self, path: Path, option: str = "--out", extra: Sequence[tuple[Path, str]] = ()):
         self.path = Path(path)
         self.side = sidecar_path(self.path)
         self.option = option
+        self.extra = [(Path(p), opt) for p, opt in extra]
         self._tmps: list[Path] = []
         self._made_dirs: list[Path] = []
 
-    def __enter__(self) -> OutputPair:
-        parent = self.path.parent
+    def _reserve(self, target: Path, option: str, suffix: str) -> Path:
+        parent = target.parent
         missing = []
         for d in (parent, *parent.parents):
             if d.exists():
@@ -122,38 +127,57 @@ class OutputPair:
                 d.mkdir()
                 self._made_dirs.append(d)
             clean_stale(parent)
-            self._tmps = [make_temporary(self.path, ".csv"), make_temporary(self.side, ".json")]
+            return make_temporary(target, suffix)
         except OSError as exc:
-            self._abort()
             raise ValueError(
-                f"{self.option} {str(self.path)!r}: cannot create a file in {str(parent)!r} ({exc.strerror}); "
+                f"{option} {str(target)!r}: cannot create a file in {str(parent)!r} ({exc.strerror}); "
                 "expected a writable folder"
             ) from None
+
+    def __enter__(self) -> OutputPair:
+        try:
+            self._tmps.append(self._reserve(self.path, self.option, ".csv"))
+            self._tmps.append(self._reserve(self.side, self.option, ".json"))
+            for p, opt in self.extra:
+                self._tmps.append(self._reserve(p, opt, p.suffix or ".part"))
+        except BaseException:
+            self._abort()
+            raise
         return self
 
-    def commit(self, write_csv, write_side) -> None:
-        """``write_csv(tmp)`` and ``write_side(tmp)`` fill the temporaries; then both are renamed."""
-        tmp_csv, tmp_side = self._tmps
-        write_csv(tmp_csv)
-        write_side(tmp_side)
-        backup = None
-        if self.path.exists():  # a second name for the old CSV, until the new pair is in place
-            backup = make_temporary(self.path, ".old")
-            self._tmps.append(backup)
-            backup.unlink()
-            try:
-                os.link(self.path, backup)
-            except OSError:
-                shutil.copy2(self.path, backup)
+    def commit(self, write_csv, write_side, *write_extra) -> None:
+        """``write_csv(tmp)``, ``write_side(tmp)`` and one writer per extra file fill the temporaries;
+        then all are renamed into place (extras first, the sidecar last). If a rename fails, the
+        files already renamed are put back as they were."""
+        if len(write_extra) != len(self.extra):
+            raise TypeError(f"commit needs {len(self.extra)} writer(s) for the extra files, got {len(write_extra)}")
+        tmps = [*self._tmps[2 : 2 + len(self.extra)], self._tmps[0], self._tmps[1]]
+        targets = [*(p for p, _ in self.extra), self.path, self.side]
+        for write, tmp in zip([*write_extra, write_csv, write_side], tmps):
+            write(tmp)
+        backups: list[Path | None] = []
+        for target in targets[:-1]:  # a second name for each old file, until the new set is in place
+            backup = None
+            if target.exists():
+                backup = make_temporary(target, ".old")
+                self._tmps.append(backup)
+                backup.unlink()
+                try:
+                    os.link(target, backup)
+                except OSError:
+                    shutil.copy2(target, backup)
+            backups.append(backup)
+        done = 0
         try:
-            os.replace(tmp_csv, self.path)
-            os.replace(tmp_side, self.side)
+            for tmp, target in zip(tmps, targets):
+                os.replace(tmp, target)
+                done += 1
         except BaseException:
-            if not tmp_csv.exists():  # the new CSV landed but its sidecar did not: put the old pair back
+            for target, backup in zip(targets[:done], backups[:done]):  # put the old files back
                 if backup is not None:
-                    os.replace(backup, self.path)
+                    os.replace(backup, target)
                 else:
-                    self.path.unlink()
+                    target.unlink()
             raise
         self._made_dirs = []  # they hold the output now
 

@@ -5,7 +5,12 @@ Two input kinds:
 - count files in the Baltimore 911 layout (``neighborhood``, ``month``,
   optional ``year``/``epsilon``, columns ``0..173``), the default;
 - record CSVs (one integer-coded column per attribute) with ``--domain
-  DOMAIN.json`` (``{"attr": size, ...}``) and ``--ordinal a,b``.
+  DOMAIN.json`` (``{"attr": size, ...}``) and ``--ordinal a,b``;
+- raw CSVs (strings, decimals, empty cells) with ``--schema SCHEMA.json``: both are
+  encoded by one encoder whose "discover" entries are resolved exactly from ``--truth``
+  (:func:`margsynth.metrics.raw_tables.encode_pair`); the default marginals are the
+  encoder's (:meth:`margsynth.tabular.Encoder.mgd_spec`: numeric bins as ordinal
+  attributes, categories flat).
 
 The marginals come from ``--preset`` (``baltimore-table1``: the paper's
 Table 1 configuration, the default for count files) or ``--spec SPEC.json``
@@ -36,6 +41,8 @@ def register(sub) -> None:
     p.add_argument("--solver", default="auto", choices=("auto", "flow", "lp"), help="AEMC solver (default auto)")
     p.add_argument("--domain", metavar="DOMAIN.json", help="read record CSVs over this domain instead of count files")
     p.add_argument("--ordinal", default="", metavar="A,B", help="ordinal attributes of --domain")
+    p.add_argument("--schema", metavar="SCHEMA.json", help="read raw CSVs described by this schema (default marginals: "
+                   "the schema's, numeric bins ordinal, categories flat)")
     p.add_argument("--seed", type=seed_arg, default=0, help="seed of the range queries (Baltimore presets)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_allow_surrogate(p)
@@ -67,6 +74,32 @@ def _load(args):
     return tables[0], tables[1], True
 
 
+def _load_raw(args):
+    """``--truth`` and ``--synthetic`` as raw CSVs, encoded by one encoder from ``--schema``."""
+    from ..metrics.raw_tables import encode_pair
+    from ._inputs import raw_input, read_raw_csv, read_schema
+
+    if args.domain:
+        raise ValueError(f"--domain {args.domain!r}: raw CSVs (--schema) need no domain file; drop --domain")
+    if args.ordinal:
+        raise ValueError(f"--ordinal {args.ordinal!r}: with --schema the ordinal attributes come from the schema; drop --ordinal")
+    schema = read_schema("--schema", args.schema)
+    truth = raw_input("--truth", args.truth)[0]
+    synth = read_raw_csv("--synthetic", args.synthetic)
+    what = (f"--truth {args.truth!r}", f"--synthetic {args.synthetic!r}")
+    return encode_pair(truth, synth, schema, what=what)
+
+
+def _schema_specs(encoder):
+    """The default marginals of a raw table: :meth:`margsynth.tabular.Encoder.mgd_spec`."""
+    from ..metrics.aemc import MarginalSpec, load_specs
+
+    spec = encoder.mgd_spec()
+    if isinstance(spec, (list, tuple)) and spec and all(isinstance(m, MarginalSpec) for m in spec):
+        return list(spec)
+    return load_specs(spec)
+
+
 def run(args) -> int:
     import logging
 
@@ -82,12 +115,18 @@ def run(args) -> int:
         except ValueError as exc:
             msg = str(exc).removeprefix(f"{args.spec}: ")
             raise ValueError(f"--spec {args.spec!r}: {msg}") from None
-    truth, synth, counts = _load(args)
+    if args.schema:
+        truth, synth, encoder = _load_raw(args)
+        counts = False
+        if not args.spec and args.preset is None:
+            specs = _schema_specs(encoder)
+    else:
+        truth, synth, counts = _load(args)
     total = truth.total if counts else len(truth)
     if total == 0:
         raise ValueError(f"--truth {args.truth!r} holds no counts (total 0); MGD divides by the truth's total, expected a positive total")
     preset = args.preset
-    if not args.spec:
+    if not args.spec and not (args.schema and preset is None):
         if preset is None:
             if not counts:
                 raise ValueError("record CSVs need --spec SPEC.json (the presets are for the Baltimore count files)")

@@ -1,8 +1,9 @@
 """``margsynth synth MECHANISM``: run a DP synthetic-data mechanism on a dataset.
 
-    margsynth synth {mst,nist-mst,aim,...} --dataset NAME|CSV [--domain JSON]
+    margsynth synth {mst,nist-mst,aim,...} --dataset NAME|CSV [--domain JSON | --schema SCHEMA.json]
                   [--public NAME|CSV] --epsilon E --delta D [--seed S] --out PATH
                   [--preset NAME] [--device cpu|cuda] [--param KEY=VALUE ...] [--allow-surrogate]
+                  [--save-model MODEL.npz] [--preprocessing-share F]
 
 writes the synthetic records to ``PATH`` (CSV, same columns and integer coding as the
 input) and a JSON sidecar ``PATH.json``, written as one unit (both to temporaries
@@ -12,21 +13,31 @@ requested and spent (ε, δ), the budget ledger, seconds per phase, input, seed,
 ``--allow-surrogate`` when the real files could not be had).
 Every input is checked before any noise is drawn; on bad input the command exits
 with status 2, a message saying why, and writes nothing.
+
+With ``--schema`` the dataset is a raw CSV (strings, decimals, empty cells) described by
+the schema (``margsynth schema init`` drafts one): whatever the schema leaves to
+"discover" is found privately on the same ledger (``--preprocessing-share`` of the
+budget), the mechanism runs on the encoded table, and the output CSV is decoded to the
+raw columns; the sidecar adds a ``"preprocessing"`` section. ``--save-model PATH`` also
+writes the run's fitted Private-PGM model (:mod:`margsynth.mechanisms.saved`), from which
+``margsynth sample`` draws more records at no privacy cost; the three files land as one
+unit.
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import sys
 import time
 from pathlib import Path
 
-from ._args import DELTA_MIN, EPSILON_RANGE, check_budget, delta_arg, epsilon_arg, seed_arg
+from ._args import DELTA_MIN, EPSILON_RANGE, check_budget, delta_arg, epsilon_arg, seed_arg, share_arg
 from ._inputs import add_allow_surrogate, is_file_arg, resolve_dataset
-from ._outputs import OutputPair, check_out, dumps_strict
+from ._outputs import OutputPair, check_out, dumps_strict, sidecar_path
 
-__all__ = ["load_dataset", "register", "run_synth"]
+__all__ = ["check_save_model", "load_dataset", "model_bytes", "register", "run_synth"]
 
 
 def register(sub) -> None:
@@ -39,9 +50,25 @@ def register(sub) -> None:
     )
     p.add_argument("mechanism", metavar="MECHANISM", help=f"one of: {', '.join(available())}")
     p.add_argument(
-        "--dataset", required=True, metavar="NAME|CSV", help="registered dataset name or a CSV of integer codes"
+        "--dataset",
+        required=True,
+        metavar="NAME|CSV",
+        help="registered dataset name or a CSV of integer codes (with --schema: a raw CSV or a registered raw table)",
     )
-    p.add_argument("--domain", metavar="JSON", help='domain JSON {"attr": size, ...} (required for a CSV)')
+    p.add_argument("--domain", metavar="JSON", help='domain JSON {"attr": size, ...} (required for a CSV of codes)')
+    p.add_argument(
+        "--schema",
+        metavar="SCHEMA.json",
+        help="--dataset is a raw CSV (strings, decimals, empty cells) described by this schema "
+        "(margsynth schema init drafts one); the output is decoded to the raw columns",
+    )
+    p.add_argument(
+        "--preprocessing-share",
+        type=share_arg,
+        metavar="F",
+        help="with --schema: share of the budget in (0, 1) for the private discovery of what the schema leaves to "
+        '"discover" (default: the library\'s, see the docs)',
+    )
     p.add_argument("--public", metavar="NAME|CSV", help="public dataset over the same domain (nist-mst)")
     lo, hi = EPSILON_RANGE
     p.add_argument("--epsilon", required=True, type=epsilon_arg, metavar="E", help=f"privacy parameter epsilon in [{lo:g}, {hi:g}]")
@@ -57,6 +84,12 @@ def register(sub) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="mechanism hyperparameter (Python literal), e.g. -p iters=1000; repeatable",
+    )
+    p.add_argument(
+        "--save-model",
+        metavar="PATH",
+        help="also save the fitted model (mechanisms that generate with Private-PGM) to PATH (.npz), "
+        "from which `margsynth sample` draws more records at no privacy cost",
     )
     add_allow_surrogate(p)
     p.set_defaults(func=_main)
@@ -133,12 +166,17 @@ def run_synth(
     params: dict | None = None,
     device: str | None = None,
     allow_surrogate: bool = False,
+    schema: str | None = None,
+    save_model: str | None = None,
+    preprocessing_share: float | None = None,
 ) -> dict:
     """The work of ``margsynth synth`` (callable from Python); returns the sidecar dict.
     ``device`` is passed to the mechanism's ``run`` (only mechanisms that take one).
     A registered dataset whose real files are absent is fetched; if that fails the
     run stops (``ValueError``) unless ``allow_surrogate``, and the sidecar says which
-    (``"data_source"``) and carries the SHA-256 of every input file."""
+    (``"data_source"``) and carries the SHA-256 of every input file. ``schema``: the
+    dataset is a raw CSV described by it (:func:`margsynth.tabular.synthesize`);
+    ``save_model``: also write the fitted model there (:class:`~margsynth.mechanisms.saved.SavedModel`)."""
     import numpy as np
 
     from ..mechanisms.base import check_privacy_params
@@ -150,7 +188,16 @@ def run_synth(
     check_privacy_params(epsilon, delta)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"--seed: {seed!r} is not an integer >= 0")
-    path = check_out(out, _input_paths(dataset, domain, public))
+    if schema is not None:
+        return _run_raw(mechanism, dataset, schema, epsilon=epsilon, delta=delta, out=out, seed=seed, domain=domain,
+                        public=public, params=params, device=device, save_model=save_model,
+                        preprocessing_share=preprocessing_share)  # fmt: skip
+    if preprocessing_share is not None:
+        raise ValueError(
+            f"--preprocessing-share {preprocessing_share!r}: only a raw CSV (--schema) has preprocessing; drop it or pass --schema"
+        )
+    inputs_read = _input_paths(dataset, domain, public)
+    path = check_out(out, inputs_read)
     inp = resolve_dataset(dataset, domain, allow_surrogate=allow_surrogate)
     data = inp.dataset
     inputs = [inp]
@@ -177,9 +224,10 @@ def run_synth(
     if device is not None:
         kw["device"] = device
     mech.validate(data, epsilon, delta, **kw)  # every check of the run, before any noise
+    model_path = check_save_model(save_model, mech, mechanism, path, inputs_read)
 
-    # --- reserve the outputs (an unwritable place is found now, before any noise), run, write both or neither
-    with OutputPair(path) as pair:
+    # --- reserve the outputs (an unwritable place is found now, before any noise), run, write all or nothing
+    with OutputPair(path, extra=[(model_path, "--save-model")] if model_path else []) as pair:
         rng = np.random.default_rng(seed)
         t0 = time.perf_counter()
         result = mech.run(data, epsilon, delta, rng, **kw)
@@ -204,25 +252,137 @@ def run_synth(
         from .. import __version__
 
         side["margsynth_version"] = __version__
-        text = dumps_strict(json.loads(json.dumps(side, default=_json_default)), prog="margsynth synth", indent=2)
         frame = result.synthetic.df
         order = _input_columns(dataset)
         if order is not None and set(order) == set(frame.columns):
             frame = frame[order]  # same column order as the input file
-        pair.commit(lambda tmp: frame.to_csv(tmp, index=False), lambda tmp: tmp.write_text(text))
+        writers = []
+        if model_path is not None:
+            blob = model_bytes(result, dict(side), list(frame.columns))
+            side["saved_model"] = {"path": str(model_path), "sha256": hashlib.sha256(blob).hexdigest()}
+            writers.append(lambda tmp: tmp.write_bytes(blob))
+        text = dumps_strict(json.loads(json.dumps(side, default=_json_default)), prog="margsynth synth", indent=2)
+        pair.commit(lambda tmp: frame.to_csv(tmp, index=False), lambda tmp: tmp.write_text(text), *writers)
     return side
 
 
-def _json_default(o):
-    import numpy as np
+def _run_raw(
+    mechanism: str,
+    dataset: str,
+    schema: str,
+    *,
+    epsilon: float,
+    delta: float,
+    out: str,
+    seed: int,
+    domain: str | None,
+    public: str | None,
+    params: dict | None,
+    device: str | None,
+    save_model: str | None,
+    preprocessing_share: float | None,
+) -> dict:
+    """``synth --schema``: a raw CSV through :func:`margsynth.tabular.synthesize`, decoded."""
+    from .. import __version__
+    from ..mechanisms.registry import create, spec
+    from ..tabular import check_table, sidecar, synthesize
+    from ._inputs import check_input_file, file_sha256, raw_input, read_schema
 
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, (set, frozenset, tuple)):
-        return list(o)
-    return repr(o)
+    if domain is not None:
+        raise ValueError(
+            f"--domain {domain!r}: a raw CSV (--schema) needs no domain file, its schema describes the columns; drop --domain"
+        )
+    if public is not None or spec(mechanism).needs_public:
+        raise ValueError(
+            f"mechanism {mechanism!r} with --schema: a public dataset over the encoded domain is not supported for raw "
+            "tables; expected a mechanism that needs no --public"
+        )
+    if device is not None:
+        raise ValueError(f"--device {device!r}: not supported with --schema; drop it")
+    frame, sha, raw = raw_input("--dataset", dataset)
+    sch_path = check_input_file("--schema", schema, "a schema JSON file (margsynth schema init drafts one)")
+    inputs_read = {f"--dataset {dataset!r}": raw, f"--schema {schema!r}": sch_path}
+    path = check_out(out, inputs_read)
+    sch = read_schema("--schema", schema)
+    try:
+        check_table(frame, sch)  # every cell against the schema, before anything else happens
+    except ValueError as exc:
+        raise ValueError(f"--dataset {dataset!r}: {exc} (--schema {schema!r})") from None
+    mech = create(mechanism, **(params or {}))  # bad hyperparameters are refused here
+    model_path = check_save_model(save_model, mech, mechanism, path, inputs_read)
+    sha = {**sha, str(schema): file_sha256(sch_path)}
+    kw = {} if preprocessing_share is None else {"preprocessing_share": preprocessing_share}
+
+    with OutputPair(path, extra=[(model_path, "--save-model")] if model_path else []) as pair:
+        t0 = time.perf_counter()
+        synthetic, report = synthesize(frame, sch, mechanism, epsilon=epsilon, delta=delta, seed=seed, **kw, **(params or {}))
+        wall = time.perf_counter() - t0
+        result = report["result"]
+        side = sidecar(report)
+        ledger = side.pop("ledger")
+        side["epsilon_spent"] = side.pop("epsilon")  # the keys of every synth sidecar
+        side["ledger"] = ledger["charges"]
+        side["budget"] = {**{k: v for k, v in ledger.items() if k != "charges"}, **side.get("budget", {})}
+        side.update(
+            {
+                "registry_name": mechanism,
+                "dataset": dataset,
+                "schema": schema,
+                "records": int(len(synthetic)),
+                "epsilon_requested": epsilon,
+                "delta_requested": delta,
+                "seed": seed,
+                "data_source": "real",
+                "input_sha256": sha,
+                "wall_seconds": wall,
+                "margsynth_version": __version__,
+            }
+        )
+        writers = []
+        if model_path is not None:
+            blob = model_bytes(result, dict(side), None, encoder=report["encoder"])
+            side["saved_model"] = {"path": str(model_path), "sha256": hashlib.sha256(blob).hexdigest()}
+            writers.append(lambda tmp: tmp.write_bytes(blob))
+        text = dumps_strict(json.loads(json.dumps(side, default=_json_default)), prog="margsynth synth", indent=2)
+        pair.commit(lambda tmp: synthetic.to_csv(tmp, index=False), lambda tmp: tmp.write_text(text), *writers)
+    return side
+
+
+def check_save_model(save_model: str | None, mech, mechanism: str, out: Path, inputs: dict[str, Path]) -> Path | None:
+    """``--save-model``'s path, after checking that ``mech`` will keep a model and that the path
+    can be a new or replaced plain file other than an input, ``--out`` or its sidecar."""
+    from ..mechanisms.saved import PGM_MECHANISMS, unsavable_reason
+
+    if save_model is None:
+        return None
+    reason = unsavable_reason(mech)
+    if reason is not None:
+        raise ValueError(
+            f"--save-model: mechanism {mechanism!r} keeps no fitted Private-PGM model to save ({reason}); "
+            f"expected one of the mechanisms that generate with Private-PGM: {', '.join(PGM_MECHANISMS)}"
+        )
+    path = check_out(save_model, inputs, option="--save-model", sidecar=False)
+    for other, what in ((out, "--out"), (sidecar_path(out), "--out's sidecar")):
+        if path.resolve() == other.resolve():
+            raise ValueError(f"--save-model {save_model!r} is the same file as {what}; choose another path")
+    return path
+
+
+def model_bytes(result, info: dict, columns: list[str], encoder=None) -> bytes:
+    """The bytes of the saved-model file of ``result`` (:meth:`SavedModel.write`)."""
+    import io
+
+    from ..mechanisms.saved import SavedModel
+
+    buf = io.BytesIO()
+    SavedModel.from_result(result, info=info, columns=columns, encoder=encoder).write(buf)
+    return buf.getvalue()
+
+
+def _json_default(o):
+    from ..mechanisms.saved import json_default  # imported on use: the CLI starts without numpy
+
+    return json_default(o)
 
 
 def _main(args) -> int:
@@ -238,11 +398,14 @@ def _main(args) -> int:
         params={**({"preset": args.preset} if args.preset else {}), **_parse_params(args.param)},
         device=args.device,
         allow_surrogate=args.allow_surrogate,
+        schema=args.schema,
+        save_model=args.save_model,
+        preprocessing_share=args.preprocessing_share,
     )
     print(
         f"{args.mechanism}: {side['records']:,} synthetic records -> {args.out} "
         f"(epsilon spent {side['epsilon_spent']:.6g}, delta {side['delta']:.3g}, {side['wall_seconds']:.1f} s); "
-        f"sidecar {args.out}.json",
+        f"sidecar {args.out}.json" + (f"; model {args.save_model}" if args.save_model else ""),
         file=sys.stdout,
     )
     return 0

@@ -59,6 +59,7 @@ from ..domain import Domain
 from ..privacy import BudgetLedger, NoisyMarginal, NoisyMarginals
 from .base import NO_RNG, SynthesisResult, check_generator, check_marginals_fit, check_records, check_run_inputs
 from .generators import Generator, PGMGenerator
+from .saved import pgm_sampler
 
 __all__ = [
     "DEFAULT_OUTER",
@@ -599,7 +600,7 @@ class AdaptiveGrid:
         params.pop("extras_model", None)
         params["generator"] = {"name": self.generator_.name, **asdict(self.generator_)}
         name = "adagrid" if self.queries == "adaptive" else "adagrid-identity"
-        return SynthesisResult.from_ledger(synth, name, params, ledger, times, extras)
+        return SynthesisResult.from_ledger(synth, name, params, ledger, times, extras, sampler=pgm_sampler(out.extras))
 
 
 def identity_grid(**kwargs: Any) -> AdaptiveGrid:

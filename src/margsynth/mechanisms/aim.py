@@ -58,6 +58,7 @@ from .base import (
     check_run_inputs,
 )
 from .generators import Generator, PGMGenerator
+from .saved import pgm_sampler
 
 __all__ = ["AIM", "all_kway", "workload_candidates"]
 
@@ -379,6 +380,7 @@ class AIM:
                 "measurements": marginals,
                 **{k: v for k, v in out.extras.items() if k != "model"},
             },
+            sampler=pgm_sampler(out.extras),
         )
 
     def _filter(self, dom, candidates, measured, model, size_limit) -> dict[tuple[str, ...], float]:

@@ -60,6 +60,9 @@ class SynthesisResult:
     ledger: list[dict[str, Any]] = field(default_factory=list)  # one row per charge
     seconds: dict[str, float] = field(default_factory=dict)  # per phase
     extras: dict[str, Any] = field(default_factory=dict)  # selected cliques, model, traces...
+    # The fitted generative model that draws more records at no privacy cost
+    # (:class:`~margsynth.mechanisms.saved.PGMSampler`), None when the run keeps none.
+    sampler: Any = None
 
     @classmethod
     def from_ledger(
@@ -70,14 +73,18 @@ class SynthesisResult:
         ledger: Any,
         seconds: dict[str, float],
         extras: dict[str, Any] | None = None,
+        sampler: Any = None,
     ) -> SynthesisResult:
         """The result of a run whose every noisy step was charged to ``ledger``
         (a :class:`~margsynth.privacy.BudgetLedger`): the (ε, δ) reported are the
         ones the ledger says were spent, its charges become ``ledger`` and its
-        summary ``extras["ledger"]``."""
+        summary ``extras["ledger"]``. ``sampler``: the run's fitted generative model
+        (:func:`~margsynth.mechanisms.saved.pgm_sampler`), if it keeps one."""
         eps, delta = ledger.spent_dp()
         extras = {**(extras or {}), "ledger": ledger.to_dict()}
-        return cls(synthetic, mechanism, parameters, float(eps), float(delta), ledger.records(), seconds, extras)
+        return cls(
+            synthetic, mechanism, parameters, float(eps), float(delta), ledger.records(), seconds, extras, sampler
+        )
 
     def sidecar(self) -> dict[str, Any]:
         """JSON-able description (the ``--out`` sidecar of ``margsynth synth``).

@@ -30,6 +30,7 @@ from .base import (
     check_run_inputs,
 )
 from .generators import Generator, PGMGenerator
+from .saved import pgm_sampler
 
 __all__ = ["Independent"]
 
@@ -81,4 +82,5 @@ class Independent:
         return SynthesisResult.from_ledger(
             out.synthetic, self.name, params, ledger, {"total": time.perf_counter() - t0},
             {"rho": ledger.total, "sigma": sigma, **{k: v for k, v in out.extras.items() if k != "model"}},
+            sampler=pgm_sampler(out.extras),
         )  # fmt: skip

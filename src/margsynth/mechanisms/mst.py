@@ -62,6 +62,7 @@ from .base import (
 )
 from .compression import Compression, compress_domain
 from .generators import Generator, PGMGenerator
+from .saved import pgm_sampler
 
 __all__ = ["MST", "check_cliques", "pair_errors", "private_kruskal"]
 
@@ -300,6 +301,7 @@ class MST:
                 "log_selected": log2,
                 **{k: v for k, v in out.extras.items() if k != "model"},
             },
+            sampler=pgm_sampler(out.extras, comp),
         )
 
     def select_only(

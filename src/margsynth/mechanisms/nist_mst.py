@@ -58,6 +58,7 @@ from .compression import Compression, compress_domain
 from .generators import Generator, PGMGenerator
 from .mst import check_cliques
 from .nist_mst_census import IncwageValuehTransform, digits_class  # re-exported (census transform, own module)
+from .saved import pgm_sampler
 
 __all__ = [
     "IncwageValuehTransform",
@@ -423,4 +424,7 @@ class NISTMST:
                 "log_selected": log2,
                 **{k: v for k, v in out.extras.items() if k != "model"},
             },
+            # the records' way back (Algorithm 4 reversed, then the encoding) is saved with the
+            # model; the transforms' reverses are code, so a run with transforms keeps none
+            sampler=None if self.transforms else pgm_sampler(out.extras, comp, enc),
         )

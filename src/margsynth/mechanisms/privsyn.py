@@ -88,6 +88,7 @@ from .base import (
     largest,
 )
 from .generators import Generator, GUMGenerator
+from .saved import pgm_sampler
 
 __all__ = [
     "INDIF_SENSITIVITY",
@@ -660,4 +661,5 @@ class PrivSyn:
                 **meas.records_note,
                 "measurement": meas,
             },
+            sampler=pgm_sampler(out.extras),
         )
