@@ -1,7 +1,11 @@
 """Private-PGM's estimators take the same iterates as before their loop was split into
 one step function per method: the loss after every iteration, the final loss and step
 size, the number of belief propagations and restarts match a trajectory recorded from
-the single-loop implementation (tests/data/pgm_loss_trajectories.json) to 1e-12."""
+the single-loop implementation (tests/data/pgm_loss_trajectories.json) to 1e-12 on the numpy
+path; the compiled (numba) kernels of ``margsynth.inference.pgm.kernels`` sum in another
+order and follow the same trajectory to 1e-6 (rounding differences can tip a line-search
+comparison made at equality to the last bits, after which the iterates differ at that
+level; the evaluation and restart counts are the same)."""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ import pytest
 import scipy.sparse as sp
 
 from margsynth import Domain
-from margsynth.inference.pgm import Factor, GraphicalModel, Measurement, estimate
+from margsynth.inference.pgm import Factor, GraphicalModel, Measurement, estimate, kernels
 
 REFERENCE = json.loads((Path(__file__).parent / "data" / "pgm_loss_trajectories.json").read_text())
 CASES = {
@@ -41,22 +45,34 @@ def _problem():
     return dom, ms
 
 
-def _check(model, ref):
+@pytest.fixture(params=["numpy", "compiled"])
+def rtol(request, monkeypatch):
+    """Run each case on both paths; the tolerance of the comparison with the recording."""
+    if request.param == "numpy":
+        monkeypatch.setattr(kernels, "AVAILABLE", False)
+        return 1e-12
+    if not kernels.AVAILABLE:
+        pytest.skip("numba is not installed")
+    monkeypatch.setattr(kernels, "WORTH", 0)  # a small fit: force the kernels
+    return 1e-6
+
+
+def _check(model, ref, rtol):
     got = model.stats
     assert got["loss_history"].size == len(ref["loss_history"])
-    np.testing.assert_allclose(got["loss_history"], ref["loss_history"], rtol=1e-12, atol=0)
-    assert got["loss"] == pytest.approx(ref["loss"], rel=1e-12)
-    assert got["step_size"] == pytest.approx(ref["step_size"], rel=1e-12)
+    np.testing.assert_allclose(got["loss_history"], ref["loss_history"], rtol=rtol, atol=0)
+    assert got["loss"] == pytest.approx(ref["loss"], rel=rtol)
+    assert got["step_size"] == pytest.approx(ref["step_size"], rel=rtol)
     assert (got["evaluations"], got["restarts"]) == (ref["evaluations"], ref["restarts"])
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_loss_trajectory_unchanged(case):
+def test_loss_trajectory_unchanged(case, rtol):
     dom, ms = _problem()
-    _check(estimate(dom, ms, iters=60, **CASES[case]), REFERENCE[case])
+    _check(estimate(dom, ms, iters=60, **CASES[case]), REFERENCE[case], rtol)
 
 
-def test_warm_started_trajectory_unchanged():
+def test_warm_started_trajectory_unchanged(rtol):
     dom, ms = _problem()
     first = estimate(dom, ms, iters=20)
-    _check(estimate(dom, ms, iters=30, warm_start=first), REFERENCE["warm_start"])
+    _check(estimate(dom, ms, iters=30, warm_start=first), REFERENCE["warm_start"], rtol)

@@ -6,6 +6,7 @@ NIST-MST/MST paper (Eq. 4.1-4.2, Fact 1, Algorithms 7-8):
 * :mod:`.factor` — log-space factors; the one axis-alignment primitive.
 * :mod:`.junction_tree` — triangulation, maximal cliques, clique tree, size estimate.
 * :mod:`.inference` — belief propagation and variable elimination.
+* :mod:`.kernels` — the compiled (numba) belief propagation and objective of the hot loop.
 * :mod:`.measurement` — noisy linear measurements of marginals.
 * :mod:`.estimation` — mirror descent on Eq. (4.2).
 * :mod:`.model` — the fitted model: marginals and synthetic data.
@@ -17,6 +18,7 @@ Typical use (what MST/AIM do)::
     synth = model.synthetic_data(rng=np.random.default_rng(0))
 """
 
+from . import kernels
 from .estimation import estimate, estimation_summary, evaluate_loss
 from .factor import Factor
 from .inference import BeliefPropagation, marginal, variable_elimination
@@ -44,6 +46,7 @@ __all__ = [
     "estimation_summary",
     "evaluate_loss",
     "junction_tree_size",
+    "kernels",
     "splice_clique",
     "marginal",
     "synthetic_column",

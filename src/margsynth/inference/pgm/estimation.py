@@ -62,6 +62,11 @@ vector operations, those over part of a clique through one sparse 0/1 matrix
 ``S`` that sums clique cells into measured cells, ``ps = S p`` and
 ``G += S^T g``); parameters, marginals and gradients live in flat vectors;
 belief propagation is the compiled schedule of :class:`~.inference.BeliefPropagation`.
+Fits with ``iters x cells >= kernels.WORTH`` run belief propagation and the sub-clique and
+matrix terms of the L2 loss in compiled loops (:mod:`.kernels`, numba; same numbers up to
+the order of additions): on adult this makes MST's fits ~4x and AIM's ~1.5x cheaper in
+CPU time than the numpy path, whose cost there is per-call overhead
+(``benchmarks/bench_mst.py``, ``benchmarks/bench_aim.py``).
 """
 
 from __future__ import annotations
@@ -76,6 +81,7 @@ import scipy.sparse as sp
 from tqdm.auto import tqdm
 
 from ...domain import Domain
+from . import kernels
 from .factor import align
 from .inference import BeliefPropagation, marginal
 from .junction_tree import build_junction_tree
@@ -107,10 +113,20 @@ class Objective:
     """The loss of Eq. (4.1)/(4.2) compiled onto a junction tree's flat marginal vector.
 
     ``value_and_grad(p_flat, G_flat)`` returns ``L`` and writes ``dL/dmu``
-    (per clique, broadcast into the clique's table) into ``G_flat``.
+    (per clique, broadcast into the clique's table) into ``G_flat``. ``kernel=True``: the
+    L2 loss's sub-clique terms run in the compiled kernel of :mod:`.kernels` when numba is
+    available (else numpy/scipy, the reference).
     """
 
-    def __init__(self, bp: BeliefPropagation, compiled: Sequence[CompiledMeasurement], total: float, loss: str = "l2"):
+    def __init__(
+        self,
+        bp: BeliefPropagation,
+        compiled: Sequence[CompiledMeasurement],
+        total: float,
+        loss: str = "l2",
+        *,
+        kernel: bool = True,
+    ):
         if loss not in LOSSES:
             raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
         self.loss = loss
@@ -186,6 +202,22 @@ class Objective:
             )
             for i, t in enumerate(folded)
         ]
+        # compiled (numba) path for the L2 loss: every sub-clique term, identity or matrix, in
+        # one kernel call (:class:`~.kernels.L2Terms`); the numpy/scipy path below otherwise
+        self._kernel = None
+        if kernel and kernels.AVAILABLE and loss == "l2" and (folded or self.subs):
+
+            def cell_map(c: int, shape: tuple[int, ...]) -> np.ndarray:
+                idx = np.indices(bp.shapes[c]).reshape(len(bp.shapes[c]), -1)
+                kept = tuple(idx[k] if shape[k] > 1 else np.zeros_like(idx[k]) for k in range(len(shape)))
+                return np.ravel_multi_index(kept, shape).astype(np.int64)
+
+            o = bp.offsets
+            ident = [(int(o[t.clique]), int(o[t.clique + 1] - o[t.clique]), cell_map(t.clique, t.b.shape), t.a, t.b)
+                     for t in folded]  # fmt: skip
+            mat = [(int(o[t.clique]), int(o[t.clique + 1] - o[t.clique]), cell_map(t.clique, t.shape), t.Q, t.y)
+                   for t in self.subs]  # fmt: skip
+            self._kernel = kernels.L2Terms(ident, mat)
         # the same sums as one sparse 0/1 matrix S (marginal cell <- clique cell): ps = S p and
         # G += S^T g replace a reduction and a broadcast add per term (two calls instead of
         # ~2 per measurement: the hot loop is call-bound on models of ~10^4 cells)
@@ -212,6 +244,8 @@ class Objective:
         else:
             G_flat.fill(0.0)
             val = 0.0
+        if self._kernel is not None:
+            return val + self._kernel.add(p_flat, G_flat) + self._sub_const
         if self._folded:
             self._ps[:] = self._S @ p_flat
             np.multiply(self._a, self._ps, out=self._g)
@@ -391,8 +425,8 @@ def estimate(
 class _Evaluator:
     """Flat buffers + belief propagation + objective: ``evaluate(theta) -> (loss, p, G)``."""
 
-    def __init__(self, bp: BeliefPropagation, obj: Objective) -> None:
-        self.bp, self.obj = bp, obj
+    def __init__(self, bp: BeliefPropagation, obj: Objective, compiled: bool = False) -> None:
+        self.bp, self.obj, self.compiled = bp, obj, compiled
         self._views: dict[int, list[np.ndarray]] = {}
         self.count = 0
 
@@ -407,7 +441,7 @@ class _Evaluator:
 
     def __call__(self, theta: np.ndarray, p: np.ndarray, G: np.ndarray) -> float:
         v = self._views
-        self.bp.calibrate(v[id(theta)], v[id(p)])
+        self.bp.calibrate_flat(theta, p, compiled=self.compiled)
         self.count += 1
         return self.obj.value_and_grad(p, v[id(p)], G, v[id(G)])
 
@@ -621,8 +655,9 @@ def _estimate(
         domain, [m.attrs for m in compiled] + [tuple(c) for c in extra_cliques], memory_limit_mb=memory_limit_mb
     )
     bp = BeliefPropagation(tree)
-    obj = Objective(bp, compiled, total, loss)
-    ev = _Evaluator(bp, obj)
+    fast = kernels.worth(iters, bp.size)  # compiled kernels (numba) for all but small fits
+    obj = Objective(bp, compiled, total, loss, kernel=fast)
+    ev = _Evaluator(bp, obj, fast)
 
     s = _Iterate(ev, _initial_theta(bp, warm_start))
     if step_size is not None:
@@ -647,7 +682,7 @@ def _estimate(
     theta, val = s.theta, s.val
     # shift log Z into the root's potential (a tidy, normalised parameter vector)
     th_views = bp.views(theta)
-    log_z = bp.calibrate(th_views, bp.views(s.p_new))
+    log_z = bp.calibrate_flat(theta, s.p_new, compiled=fast)
     th_views[tree.root] -= log_z
     model = GraphicalModel(domain, tree, [v.copy() for v in th_views], total)
     model.stats.update(

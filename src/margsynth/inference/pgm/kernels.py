@@ -1,0 +1,353 @@
+"""Compiled sum-product kernel for :class:`~.inference.BeliefPropagation` (numba).
+
+The numpy schedule of :meth:`~.inference.BeliefPropagation.calibrate` makes ~10 array
+calls per junction-tree edge; on the small trees that AIM and MST fit thousands of times
+(10-20 cliques, 10^3-10^4 cells) the per-call overhead of numpy, not the arithmetic,
+is the cost. This module runs the *same* two passes — collect in log space with the
+per-separator-value maximum subtracted, Hugin-style distribution ``mu_C = mu_S * P(x_{C\\S} |
+x_S)`` with the same floors (``LOG_FLOOR``, ``PROB_FLOOR``) — as one compiled loop over flat
+arrays: every clique table is a slice of one flat vector, and each edge carries two index
+vectors mapping a child cell and a parent cell to its separator cell (gathers and
+scatters instead of reshaped reductions). Koller & Friedman, *Probabilistic Graphical
+Models* (2009), §10.2-10.3 (clique-tree calibration).
+
+The only numerical difference from the numpy path is the order of floating-point
+additions inside a reduction (numpy sums pairwise, this loop sequentially): results agree
+to rounding (``tests/test_pgm_kernels.py`` checks 1e-12 relative on random trees).
+
+numba is a dependency of the package; ``MARGSYNTH_NUMBA=0`` in the environment (read at
+import) selects the numpy path everywhere, e.g. to compare the two. Small fits (``iterations
+x cells < WORTH``) use the numpy path anyway: there, importing numba would cost more than it
+saves.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import numpy as np
+
+__all__ = ["AVAILABLE", "EdgeIndex", "calibrate_flat"]
+
+#: numba installed and not disabled by ``MARGSYNTH_NUMBA=0``; numba itself is imported (about
+#: a second) and the kernels compiled (a few seconds, then cached on disk) on first use only
+AVAILABLE = os.environ.get("MARGSYNTH_NUMBA", "1").strip().lower() not in ("0", "false", "no", "off") and (
+    importlib.util.find_spec("numba") is not None
+)
+_JIT: dict = {}
+#: a fit uses the kernels when ``iterations x cells`` reaches this: below it numpy's per-call
+#: overhead costs less than importing numba and loading the compiled code (~1 s per process)
+WORTH = 2_000_000
+
+
+def worth(iterations: int, cells: int) -> bool:
+    """Whether a fit of ``iterations`` iterations on a model of ``cells`` cells should use
+    the compiled kernels."""
+    return AVAILABLE and iterations * cells >= WORTH
+
+
+def _jit(func):
+    """The compiled version of one of this module's kernels (compiled once per process,
+    from numba's on-disk cache when it holds one)."""
+    fn = _JIT.get(func.__name__)
+    if fn is None:
+        import numba
+
+        fn = _JIT[func.__name__] = numba.njit(cache=True, nogil=True, error_model="numpy")(func)
+    return fn
+
+
+class EdgeIndex:
+    """The flat edge tables of one junction tree's schedule (collect order: children first).
+
+    For edge ``k`` (child ``c``, parent ``p``): the child's cells are
+    ``[c_off[k], c_off[k] + c_len[k])`` of the flat vector, the parent's
+    ``[p_off[k], p_off[k] + p_len[k])``; ``cidx[ci[k]: ci[k] + c_len[k]]`` is the separator
+    cell of each child cell, ``pidx[pi[k]: pi[k] + p_len[k]]`` that of each parent cell;
+    separator cells are numbered ``[s_off[k], s_off[k] + s_len[k])`` in a scratch vector.
+    """
+
+    def __init__(self, bp) -> None:
+        tree = bp.tree
+        shapes = bp.shapes
+        offsets = bp.offsets
+        edges = []  # (child, parent) in collect order
+        for c in reversed(tree.order[1:]):
+            edges.append((c, tree.parent[c]))
+        cidx, pidx = [], []
+        c_off, c_len, p_off, p_len, s_off, s_len, ci, pi = ([] for _ in range(8))
+        s_pos = ci_pos = pi_pos = 0
+        for c, p in edges:
+            cl, pl = tree.cliques[c], tree.cliques[p]
+            sep = tuple(a for a in cl if a in set(tree.separator(c)))
+            sep_shape = tuple(tree.domain[a].size for a in sep)
+            n_sep = int(np.prod(sep_shape, dtype=np.int64))
+            for clique, shape, out in ((cl, shapes[c], cidx), (pl, shapes[p], pidx)):
+                idx = np.indices(shape, dtype=np.int64).reshape(len(shape), -1) if shape else np.zeros((0, 1), np.int64)
+                if sep:
+                    codes = tuple(idx[clique.index(a)] for a in sep)
+                    out.append(np.ravel_multi_index(codes, sep_shape).astype(np.int64))
+                else:
+                    out.append(np.zeros(idx.shape[1], dtype=np.int64))
+            c_off.append(offsets[c])
+            c_len.append(offsets[c + 1] - offsets[c])
+            p_off.append(offsets[p])
+            p_len.append(offsets[p + 1] - offsets[p])
+            s_off.append(s_pos)
+            s_len.append(n_sep)
+            ci.append(ci_pos)
+            pi.append(pi_pos)
+            s_pos += n_sep
+            ci_pos += c_len[-1]
+            pi_pos += p_len[-1]
+        as64 = lambda v: np.asarray(v, dtype=np.int64)  # noqa: E731
+        self.c_off, self.c_len, self.p_off, self.p_len = as64(c_off), as64(c_len), as64(p_off), as64(p_len)
+        self.s_off, self.s_len, self.ci, self.pi = as64(s_off), as64(s_len), as64(ci), as64(pi)
+        self.cidx = np.concatenate(cidx) if cidx else np.zeros(0, np.int64)
+        self.pidx = np.concatenate(pidx) if pidx else np.zeros(0, np.int64)
+        self.root_off = int(offsets[tree.root])
+        self.root_len = int(offsets[tree.root + 1] - offsets[tree.root])
+        self.n_sep = s_pos
+        # scratch: upward beliefs, exponentials, per-separator max / sum / parent marginal
+        self.acc = np.empty(bp.size)
+        self.e = np.empty(bp.size)
+        self.mx = np.empty(max(s_pos, 1))
+        self.sums = np.empty(max(s_pos, 1))
+        self.ps = np.empty(max(s_pos, 1))
+
+
+def _calibrate(
+    theta, out, acc, e, mx, sums, ps, c_off, c_len, p_off, p_len, s_off, s_len, ci, pi, cidx, pidx,
+    root_off, root_len, log_floor, prob_floor,
+):  # fmt: skip
+    """The two passes of :meth:`~.inference.BeliefPropagation.calibrate` on flat arrays;
+    returns ``log Z``. ``theta`` is not modified."""
+    n = theta.shape[0]
+    for i in range(n):
+        acc[i] = theta[i]
+    n_edges = c_off.shape[0]
+    # collect: child -> parent messages, log space
+    for k in range(n_edges):
+        co, cn, po, pn, so, sn = c_off[k], c_len[k], p_off[k], p_len[k], s_off[k], s_len[k]
+        cb, pb = ci[k], pi[k]
+        for s in range(sn):
+            mx[so + s] = -np.inf
+            sums[so + s] = 0.0
+        for i in range(cn):
+            s = so + cidx[cb + i]
+            v = acc[co + i]
+            if v > mx[s]:
+                mx[s] = v
+        for i in range(cn):
+            s = so + cidx[cb + i]
+            v = acc[co + i] - mx[s]
+            if v < log_floor:
+                v = log_floor
+            x = np.exp(v)
+            e[co + i] = x
+            sums[s] += x
+        for s in range(so, so + sn):  # the message, once per separator cell (mx holds it now)
+            mx[s] += np.log(sums[s])
+        for j in range(pn):
+            acc[po + j] += mx[so + pidx[pb + j]]
+    # root
+    m = -np.inf
+    for i in range(root_len):
+        if acc[root_off + i] > m:
+            m = acc[root_off + i]
+    z = 0.0
+    for i in range(root_len):
+        v = acc[root_off + i] - m
+        if v < log_floor:
+            v = log_floor
+        x = np.exp(v)
+        e[root_off + i] = x
+        z += x
+    inv = 1.0 / z
+    for i in range(root_len):
+        out[root_off + i] = e[root_off + i] * inv
+    # distribute: parents before children (reverse collect order)
+    for k in range(n_edges - 1, -1, -1):
+        co, cn, po, pn, so, sn = c_off[k], c_len[k], p_off[k], p_len[k], s_off[k], s_len[k]
+        cb, pb = ci[k], pi[k]
+        for s in range(sn):
+            ps[so + s] = 0.0
+        for j in range(pn):
+            ps[so + pidx[pb + j]] += out[po + j]
+        for s in range(sn):
+            v = ps[so + s] / sums[so + s]
+            if v < prob_floor:
+                v = prob_floor
+            ps[so + s] = v
+        for i in range(cn):
+            out[co + i] = e[co + i] * ps[so + cidx[cb + i]]
+    return np.log(z) + m
+
+
+def calibrate_flat(ix: EdgeIndex, theta: np.ndarray, out: np.ndarray, log_floor: float, prob_floor: float) -> float:
+    """Clique marginals of ``theta`` (flat) into ``out`` (flat); returns ``log Z``."""
+    return float(
+        _jit(_calibrate)(
+            theta,
+            out,
+            ix.acc,
+            ix.e,
+            ix.mx,
+            ix.sums,
+            ix.ps,
+            ix.c_off,
+            ix.c_len,
+            ix.p_off,
+            ix.p_len,
+            ix.s_off,
+            ix.s_len,
+            ix.ci,
+            ix.pi,
+            ix.cidx,
+            ix.pidx,
+            ix.root_off,
+            ix.root_len,
+            log_floor,
+            prob_floor,
+        )  # fmt: skip
+    )
+
+
+def _l2_terms(p, G, terms, cmap, perm, seg, ps, g, a, b, a_inv, q_ptr, q_idx, q_val, qt_ptr, qt_idx, qt_val, y, r):
+    """The sub-clique terms of the L2 objective of :class:`~.estimation.Objective`.
+
+    ``terms[k] = (co, cn, mo, fo, m, kind, ro, rows, pr, pt)``: the term's clique cells
+    ``p[co: co + cn]``, ``cmap[mo + i]`` the marginal cell of clique cell ``i``, its marginal
+    cells ``ps[fo: fo + m]``. Identity terms (``kind == 0``): ``g = a*ps - b``, loss
+    ``0.5 g^2 / a``. Matrix terms (``kind == 1``): ``r = Q ps - y`` (``rows`` rows from
+    ``y[ro:]``; CSR row pointers ``q_ptr[pr: pr + rows + 1]``, absolute), loss
+    ``0.5 r^2``, ``g = Q^T r`` (CSR of ``Q^T``: ``qt_ptr[pt: pt + m + 1]``). The gradient
+    is scattered back onto the clique cells of ``G`` (added). Returns the loss (without
+    constants)."""
+    val = 0.0
+    # marginals: per marginal cell, a sum over its clique cells (``perm`` lists each term's
+    # clique cells grouped by marginal cell, ``seg[fo + j + k]`` where group ``j`` starts):
+    # accumulated in a register rather than scattered
+    for k in range(terms.shape[0]):
+        co, mo, fo, m = terms[k, 0], terms[k, 2], terms[k, 3], terms[k, 4]
+        for j in range(m):
+            acc = 0.0
+            for i in range(seg[fo + j + k], seg[fo + j + k + 1]):
+                acc += p[co + perm[mo + i]]
+            ps[fo + j] = acc
+    for k in range(terms.shape[0]):
+        fo, m, kind = terms[k, 3], terms[k, 4], terms[k, 5]
+        if kind == 0:
+            for j in range(fo, fo + m):
+                gj = a[j] * ps[j] - b[j]
+                g[j] = gj
+                val += 0.5 * gj * gj * a_inv[j]
+        else:
+            ro, rows, pr, pt = terms[k, 6], terms[k, 7], terms[k, 8], terms[k, 9]
+            for row in range(rows):
+                acc = 0.0
+                for e in range(q_ptr[pr + row], q_ptr[pr + row + 1]):
+                    acc += q_val[e] * ps[fo + q_idx[e]]
+                rr = acc - y[ro + row]
+                r[ro + row] = rr
+                val += 0.5 * rr * rr
+            for j in range(m):
+                acc = 0.0
+                for e in range(qt_ptr[pt + j], qt_ptr[pt + j + 1]):
+                    acc += qt_val[e] * r[ro + qt_idx[e]]
+                g[fo + j] = acc
+    for k in range(terms.shape[0]):
+        co, cn, mo, fo = terms[k, 0], terms[k, 1], terms[k, 2], terms[k, 3]
+        for i in range(cn):
+            G[co + i] += g[fo + cmap[mo + i]]
+    return val
+
+
+class L2Terms:
+    """The packed arrays of :func:`_l2_terms` for one objective: ``add(p, G) -> loss``.
+
+    ``identity`` is a list of ``(clique offset, clique cells, marginal-cell map, a, b)``,
+    ``matrix`` of ``(clique offset, clique cells, marginal-cell map, Q (CSR), y)``.
+    """
+
+    def __init__(self, identity, matrix) -> None:
+        rows, cmaps, a_l, b_l, qp, qi, qv, tp, ti, tv, ys = ([] for _ in range(11))
+        mo = fo = ro = pr = pt = qe = te = 0
+        for co, cn, cmap, a, b in identity:
+            m = int(cmap.max()) + 1 if cmap.size else 0
+            rows.append((co, cn, mo, fo, m, 0, 0, 0, 0, 0))
+            cmaps.append(cmap)
+            a_l.append(np.broadcast_to(np.asarray(a, dtype=np.float64), (m,)))
+            b_l.append(np.asarray(b, dtype=np.float64).ravel())
+            mo += cn
+            fo += m
+        for co, cn, cmap, Q, y in matrix:
+            m = Q.shape[1]
+            Q = Q.tocsr()
+            QT = Q.T.tocsr()
+            rows.append((co, cn, mo, fo, m, 1, ro, Q.shape[0], pr, pt))
+            cmaps.append(cmap)
+            a_l.append(np.zeros(m))
+            b_l.append(np.zeros(m))
+            qp.append(Q.indptr[:-1] + qe if Q.shape[0] else Q.indptr[:0])
+            qp.append(np.array([qe + Q.nnz]))
+            qi.append(Q.indices)
+            qv.append(Q.data)
+            tp.append(QT.indptr[:-1] + te if m else QT.indptr[:0])
+            tp.append(np.array([te + QT.nnz]))
+            ti.append(QT.indices)
+            tv.append(QT.data)
+            ys.append(np.asarray(y, dtype=np.float64).ravel())
+            mo += cn
+            fo += m
+            ro += Q.shape[0]
+            pr += Q.shape[0] + 1
+            pt += m + 1
+            qe += Q.nnz
+            te += QT.nnz
+        i64 = lambda parts: np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)  # noqa: E731
+        f64 = lambda parts: np.concatenate(parts).astype(np.float64) if parts else np.zeros(0)  # noqa: E731
+        self.terms = np.asarray(rows, dtype=np.int64).reshape(-1, 10)
+        self.cmap = i64(cmaps)
+        # the same maps grouped by marginal cell: perm (clique cells, stable order) and the
+        # group starts seg (term k's m + 1 pointers at seg[fo_k + k:], relative to its perm)
+        perms, segs = [], []
+        for row, cmap in zip(rows, cmaps):
+            order = np.argsort(cmap, kind="stable")
+            perms.append(order)
+            segs.append(np.searchsorted(cmap[order], np.arange(row[4] + 1)))
+        self.perm, self.seg = i64(perms), i64(segs)
+        self.a, self.b = f64(a_l), f64(b_l)
+        self.a_inv = np.zeros_like(self.a)
+        np.divide(1.0, self.a, out=self.a_inv, where=self.a > 0)
+        self.q_ptr, self.q_idx, self.q_val = i64(qp), i64(qi), f64(qv)
+        self.qt_ptr, self.qt_idx, self.qt_val = i64(tp), i64(ti), f64(tv)
+        self.y = f64(ys)
+        self.ps, self.g, self.r = np.zeros(fo), np.zeros(fo), np.zeros(ro)
+
+    def add(self, p: np.ndarray, G: np.ndarray) -> float:
+        """Adds the terms' gradient to ``G`` (flat); returns their loss (no constants)."""
+        return float(
+            _jit(_l2_terms)(
+                p,
+                G,
+                self.terms,
+                self.cmap,
+                self.perm,
+                self.seg,
+                self.ps,
+                self.g,
+                self.a,
+                self.b,
+                self.a_inv,
+                self.q_ptr,
+                self.q_idx,
+                self.q_val,
+                self.qt_ptr,
+                self.qt_idx,
+                self.qt_val,
+                self.y,
+                self.r,
+            )  # fmt: skip
+        )
