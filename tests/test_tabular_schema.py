@@ -14,6 +14,8 @@ import pytest
 from margsynth.privacy import BudgetLedger
 from margsynth.tabular import Schema, draft_schema, fit_encoder, synthesize
 
+from .test_cli_failures import SEED, spy  # noqa: F401  (the fixture: charges, ledgers, rng, runs)
+
 DISCOVER_ALL = {
     "columns": [
         {"name": "city", "kind": "categorical", "categories": "discover", "nullable": True},
@@ -168,7 +170,6 @@ def test_public_draft_takes_values_and_says_so():
 
 
 # ----------------------------------------------------------------------------- the mechanism's checks come first
-from .test_cli_failures import SEED, spy  # noqa: E402,F401  (the fixture: charges, ledgers, rng, runs)
 
 
 def nothing_spent(seen) -> bool:
@@ -220,7 +221,7 @@ def check_table_of(df, schema):
     return check_table(df, schema)
 
 
-def test_memory_refusal_before_any_charge_or_draw(spy, monkeypatch):
+def test_memory_refusal_before_any_charge_or_draw(spy, monkeypatch):  # noqa: F811
     """A marginal too large for the memory limit is refused before discovery charges the
     ledger or draws: checked against the largest domain discovery can give."""
     from margsynth.mechanisms import base
@@ -243,7 +244,7 @@ def test_memory_refusal_before_any_charge_or_draw(spy, monkeypatch):
         ("privpgd", {}, r"size 1.*smallest domain private discovery can give"),  # discovery may keep no city
     ],
 )
-def test_mechanism_refusals_before_any_charge_or_draw(spy, mechanism, kw, match):
+def test_mechanism_refusals_before_any_charge_or_draw(spy, mechanism, kw, match):  # noqa: F811
     with pytest.raises(ValueError, match=match) as info:
         synthesize(many_cities(), CITY_SCHEMA, mechanism, epsilon=1.0, delta=1e-6, seed=SEED, **kw)
     assert "\n" not in str(info.value)
