@@ -145,9 +145,14 @@ def _validate_before_discovery(
                 f"{a}={smallest[a].size}" + (f"..{largest[a].size}" if largest[a].size != smallest[a].size else "")
                 for a in largest.names
             )
+            fix = (
+                "list the categories, or set max_categories or fewer bins"
+                if which == "largest"
+                else "list the categories, give bounds with uniform bins, or make the column nullable"
+            )
             raise ValueError(
-                f"{exc} (checked before any noise against the {which} domain private discovery can give; "
-                f"attribute sizes {sizes}: give categories, bounds or a smaller max_categories/bins in the schema)"
+                f"{exc} (checked before any noise against the {which} domain private discovery can give, "
+                f"attribute sizes {sizes}; in the schema, {fix})"
             ) from None
 
 
