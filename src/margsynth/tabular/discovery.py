@@ -24,7 +24,9 @@ Prop. 1.6). What is released is a post-processing of the noisy histogram.
    Steinke 2016; the ``e^ε`` factor comes from the direction where the larger
    table is on the right: a total-variation distance ``δ_c`` inside an ε-DP bound).
    One row adds at most one new category per column, so the ``δ_c`` of the columns add.
-   Only the set of kept categories leaves this step, never their counts.
+   Only the set of kept categories leaves this step, never their counts. An optional cap
+   keeps the ``max_keep`` largest noisy counts among those above ``τ``: a function of
+   the same thresholded noisy counts, so the argument above is unchanged.
 2. **Bounds** (:func:`discover_bounds`): a noisy histogram over a fixed, data-independent
    set of signed powers-of-two bins ``±[2^k, 2^{k+1})`` and a zero bin; the bounds are the
    outer edges of the lowest and the highest bin whose noisy count exceeds a threshold
@@ -40,7 +42,15 @@ Prop. 1.6). What is released is a post-processing of the noisy histogram.
    Accuracy of Differentially Private Histograms Through Consistency", PVLDB 2010,
    arXiv:0904.0942, §2-3: range and prefix queries answered from noisy unit counts;
    OpenDP's ``make_quantiles_from_counts`` does the same), so any number of cut points
-   costs one measurement.
+   costs one measurement. The cumulative sum is taken over the *unclamped* noisy cells and
+   then made non-decreasing by its least-squares projection onto non-decreasing sequences
+   (isotonic regression, :func:`isotonic_fit` — the least-squares projection Hay et al.
+   use for the sorted query of unattributed histograms), then clamped at zero. Clamping each cell at zero
+   first instead would give every empty cell a positive expected mass (about ``0.4 σ``),
+   and summed over a wide empty stretch of declared bounds (bounds [0, 1000], data in
+   [0, 100]) that mass pulls most cut points into the empty stretch; without the clamp an
+   empty stretch adds zero-mean noise only. Post-processing of the same histogram: it
+   costs nothing more.
 
 docs/tabular.md states the budget split and why these methods were chosen.
 """
@@ -66,7 +76,9 @@ __all__ = [
     "discover_bounds",
     "discover_categories",
     "log2_bin_edges",
+    "isotonic_fit",
     "log2_histogram",
+    "monotone_cumulative",
     "private_quantile_cuts",
     "quantile_histogram",
 ]
@@ -106,21 +118,38 @@ def category_threshold(sigma: float, delta: float) -> float:
 
 
 def discover_categories(
-    keys: Iterable[str], *, rho: float, delta: float, rng: np.random.Generator, ledger: BudgetLedger, label: str
+    keys: Iterable[str],
+    *,
+    rho: float,
+    delta: float,
+    rng: np.random.Generator,
+    ledger: BudgetLedger,
+    label: str,
+    max_keep: int | None = None,
 ) -> tuple[list[str], dict[str, Any]]:
     """The keys whose Gaussian-noised count exceeds :func:`category_threshold` (module
-    docstring, 1). Charges ρ to ``ledger`` first; returns the kept keys (sorted) and a
-    report (σ, threshold, ρ, δ, number kept)."""
+    docstring, 1); with ``max_keep``, at most that many of them, those with the largest
+    noisy counts (ties by key) — a post-processing of the thresholded noisy counts, so
+    it costs nothing more and the column's size is bounded before any noise. Charges ρ
+    to ``ledger`` first; returns the kept keys (sorted) and a report (σ, threshold, ρ, δ,
+    number kept)."""
     if not (0 < delta < 1):
         raise ValueError(f"{label}: delta must be in (0, 1), got {delta!r}")
+    if max_keep is not None and (isinstance(max_keep, bool) or not isinstance(max_keep, int) or max_keep < 1):
+        raise ValueError(f"{label}: max_keep must be a positive integer or None, got {max_keep!r}")
     sigma = gaussian_sigma(rho)
     tau = category_threshold(sigma, delta)
     counts = category_counts(keys)
     _charge(ledger, sigma, label)
     noisy = np.fromiter(counts.values(), dtype=np.float64, count=len(counts)) + rng.normal(0.0, sigma, len(counts))
-    kept = [k for k, y in zip(counts, noisy) if y > tau]
+    above = [(y, k) for k, y in zip(counts, noisy) if y > tau]
+    if max_keep is not None and len(above) > max_keep:
+        above = sorted(above, key=lambda yk: (-yk[0], yk[1]))[:max_keep]
+    kept = sorted(k for _, k in above)
     info = {"method": "thresholded Gaussian counts", "sigma": sigma, "threshold": tau, "rho": rho, "delta": delta,
             "kept": len(kept)}  # fmt: skip
+    if max_keep is not None:
+        info["max_categories"] = max_keep
     return kept, info
 
 
@@ -165,7 +194,14 @@ def discover_bounds(
 ) -> tuple[tuple[float, float], dict[str, Any]]:
     """Private bounds of ``x`` (module docstring, 2): the outer edges of the lowest and the
     highest powers-of-two bin whose Gaussian-noised count exceeds
-    ``σ Φ⁻¹(1 - BOUNDS_FALSE_POSITIVE / bins)``, else of the bin with the largest noisy count."""
+    ``σ Φ⁻¹(1 - BOUNDS_FALSE_POSITIVE / bins)``, else of the bin with the largest noisy count.
+
+    Every bound is thus on the grid ``{0} ∪ {±2^k}``. The float zero bin holds the
+    magnitudes below ``2^kmin``; when it is the lowest (highest) bin found its outer edge
+    is reported as 0 rather than ``∓2^kmin`` (``-9.3e-10`` for floats): the bounds move
+    inward by at most ``2^kmin``, a data-independent function of the released bins (no
+    cost), and a column of non-negative values gets ``lo = 0``, never a tiny negative
+    bound that decoding could draw below zero. The zero bin alone gives ``[0, 1]``."""
     sigma = gaussian_sigma(rho)
     counts = log2_histogram(x, integer)
     lower, upper = log2_bin_edges(integer)
@@ -176,7 +212,11 @@ def discover_bounds(
     if above.size == 0:
         above = np.array([int(np.argmax(noisy))])
     lo, hi = float(lower[above[0]]), float(upper[above[-1]])
-    if lo == hi:  # the integer zero bin alone
+    if not integer:  # the float zero bin as an outer edge: 0, not ±2^kmin (see the docstring)
+        zero = counts.size // 2
+        lo = 0.0 if above[0] == zero else lo
+        hi = 0.0 if above[-1] == zero else hi
+    if lo == hi:  # the zero bin alone
         hi = lo + 1.0
     info = {"method": "noisy powers-of-two histogram", "sigma": sigma, "threshold": tau, "rho": rho,
             "bounds": [lo, hi]}  # fmt: skip
@@ -209,6 +249,33 @@ def uniform_cuts(lo: float, hi: float, bins: int, integer: bool) -> list[float]:
     return [a + j * (b - a) / bins for j in range(1, bins)]
 
 
+def monotone_cumulative(noisy: np.ndarray) -> np.ndarray:
+    """The non-decreasing sequence closest in least squares to the cumulative sums of
+    ``noisy`` (isotonic regression, pool-adjacent-violators), clamped to ``[0, ∞)``: a
+    cumulative count function estimated from independent noisy unit counts, with no
+    clamping of single cells (module docstring, 3). Post-processing only."""
+    cum = np.cumsum(np.asarray(noisy, dtype=np.float64))
+    return np.clip(isotonic_fit(cum), 0.0, None)
+
+
+def isotonic_fit(y: np.ndarray) -> np.ndarray:
+    """The non-decreasing ``z`` minimising ``Σ (z_i - y_i)²``: pool-adjacent-violators
+    (Ayer, Brunk, Ewing, Reid & Silverman, "An Empirical Distribution Function for
+    Sampling with Incomplete Information", Ann. Math. Statist. 26(4), 1955): merge
+    neighbouring blocks while their means decrease; each block takes its mean."""
+    y = np.asarray(y, dtype=np.float64)
+    means: list[float] = []
+    sizes: list[int] = []
+    for v in y.tolist():
+        mean, size = v, 1
+        while means and means[-1] > mean:
+            m0, s0 = means.pop(), sizes.pop()
+            mean, size = (m0 * s0 + mean * size) / (s0 + size), s0 + size
+        means.append(mean)
+        sizes.append(size)
+    return np.repeat(np.array(means), np.array(sizes, dtype=np.int64))
+
+
 def private_quantile_cuts(
     x: np.ndarray,
     lo: float,
@@ -222,19 +289,19 @@ def private_quantile_cuts(
     label: str,
 ) -> tuple[list[float], dict[str, Any]]:
     """Cut points at the ``j/bins`` quantiles of a Gaussian-noised
-    :func:`quantile_histogram` (module docstring, 3); duplicates merged (fewer bins),
-    integer cuts rounded up to integers. Falls back to :func:`uniform_cuts` when the
-    noisy histogram has no positive mass."""
+    :func:`quantile_histogram`, read off :func:`monotone_cumulative` of its unclamped
+    cells (module docstring, 3); duplicates merged (fewer bins), integer cuts rounded up
+    to integers. Falls back to :func:`uniform_cuts` when the fitted total is not positive."""
     sigma = gaussian_sigma(rho)
     counts = quantile_histogram(x, lo, hi, integer)
     _charge(ledger, sigma, label)
-    noisy = np.clip(counts + rng.normal(0.0, sigma, counts.size), 0.0, None)
+    cum = monotone_cumulative(counts + rng.normal(0.0, sigma, counts.size))
     a, b = _span(lo, hi, integer)
-    total = noisy.sum()
+    total = cum[-1]
     if not total > 0:
         cuts = uniform_cuts(lo, hi, bins, integer)
     else:
-        cdf = np.cumsum(noisy) / total
+        cdf = cum / total
         m = counts.size
         right = a + (np.arange(m) + 1) * (b - a) / m
         cuts = []
@@ -244,6 +311,6 @@ def private_quantile_cuts(
                 c = float(math.ceil(c - 1e-9 * max(1.0, abs(c))))
             if a < c < b and (not cuts or c > cuts[-1]):
                 cuts.append(c)
-    info = {"method": "quantiles of a noisy histogram", "sigma": sigma, "cells": int(counts.size), "rho": rho,
-            "bins": len(cuts) + 1}  # fmt: skip
+    info = {"method": "quantiles of a noisy histogram (isotonic cumulative sum)", "sigma": sigma,
+            "cells": int(counts.size), "rho": rho, "bins": len(cuts) + 1}  # fmt: skip
     return cuts, info

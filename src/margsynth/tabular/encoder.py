@@ -34,7 +34,7 @@ from ..privacy import BudgetLedger
 from . import discovery as dsc
 from .schema import DISCOVER, ColumnSpec, Schema, category_key
 
-__all__ = ["ENCODER_VERSION", "ColumnCoding", "Encoder", "check_table", "fit_encoder"]
+__all__ = ["ENCODER_VERSION", "ColumnCoding", "Encoder", "check_table", "domain_extremes", "fit_encoder", "size_range"]
 
 ENCODER_VERSION = 1
 
@@ -237,6 +237,22 @@ def _typed(key: str, dtype: Any) -> Any:
     return key
 
 
+def _label_dtype(labels: list[Any], nullable: bool) -> str | None:
+    """The dtype a categorical or ordinal column decodes to: ``int64`` when every label is
+    an integer (``Int64`` when nullable), ``float64`` when every label is a number,
+    ``bool`` when every label is a boolean (``boolean`` when nullable), else ``None``
+    (object: strings, or numbers beside a text ``other`` label)."""
+    if all(isinstance(v, (bool, np.bool_)) for v in labels):
+        return "boolean" if nullable else "bool"
+    if any(isinstance(v, (bool, np.bool_)) for v in labels):
+        return None
+    if all(isinstance(v, (int, np.integer)) for v in labels):
+        return "Int64" if nullable else "int64"
+    if all(isinstance(v, (int, float, np.integer, np.floating)) for v in labels):
+        return "float64"
+    return None
+
+
 def _n(v: float, integer: bool) -> Any:
     return int(v) if integer else float(v)
 
@@ -321,8 +337,11 @@ class Encoder:
     def decode(self, data: Dataset | pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
         """The raw table of ``data`` (a :class:`Dataset` over :attr:`domain`, or a frame of
         its codes): raw columns in order, categories as their labels (``other`` as its
-        label), numbers drawn uniformly within their bin (integers as integers, dtype
-        ``int64``, or ``Int64`` when nullable), null codes as missing cells. A code outside
+        label; a column whose labels are all integers decodes to ``int64``, all numbers
+        to ``float64``, all booleans to ``bool``, with ``Int64``/``boolean`` when
+        nullable, else to ``object``), numbers drawn uniformly within their bin (integers
+        as integers, dtype ``int64``, or ``Int64`` when nullable), null codes as missing
+        cells. A code outside
         a column's range is refused with ``ValueError`` naming the column, row and code."""
         if not isinstance(rng, np.random.Generator):
             raise ValueError(f"rng must be an explicit numpy.random.Generator, got {type(rng).__name__}")
@@ -360,6 +379,10 @@ class Encoder:
         null = code == c.null_code if c.nullable else np.zeros(code.shape, dtype=bool)
         if c.kind != "numeric":
             labels = list(c.categories) + ([c.other_label] if c.other_label is not None else [])
+            dtype = _label_dtype(labels, c.nullable)
+            if dtype is not None:  # numbers and booleans keep their type
+                v = np.array(labels)[np.where(null, 0, code)]
+                return pd.Series(pd.array(v, dtype=dtype)).mask(null) if c.nullable else pd.Series(v, dtype=dtype)
             lab = np.array(labels + [None], dtype=object)
             vals = lab[np.where(null, len(labels), code)]
             s = pd.Series(vals, dtype=object)
@@ -405,6 +428,58 @@ class Encoder:
 
     def __repr__(self) -> str:
         return f"Encoder({', '.join(f'{c.name}: {c.size}' for c in self.columns)})"
+
+
+# ----------------------------------------------------------------------------- sizes before discovery
+def size_range(spec: ColumnSpec, present: int = 0) -> tuple[int, int]:
+    """The fewest and the most codes :func:`fit_encoder` can give column ``spec``, whatever
+    private discovery finds (null included). ``present`` is the number of distinct
+    non-null values of a column whose categories are discovered: discovery keeps a subset
+    of them (at most ``max_categories``), plus the ``other`` bucket. Explicit sizes are
+    exact; discovered bounds give ``bins`` uniform float bins, ``min(bins, 2)`` to
+    ``bins`` uniform integer bins (the bounds span at least two integers), and a quantile
+    binning or explicit cuts within discovered bounds can merge down to one bin."""
+    null = int(spec.nullable)
+    if spec.kind != "numeric":
+        if spec.categories != DISCOVER:
+            n = len(spec.categories) + spec.has_other
+            return n + null, n + null
+        most = int(present) if spec.max_categories is None else min(int(present), spec.max_categories)
+        return 1 + null, most + 1 + null
+    integer = spec.type == "integer"
+    given = spec.bounds != DISCOVER
+    if spec.binning == "explicit":
+        most = len(spec.cuts) + 1
+        return (most if given else 1) + null, most + null
+    most = len(dsc.uniform_cuts(*spec.bounds, spec.bins, integer)) + 1 if given else spec.bins
+    if spec.binning == "quantile":
+        fewest = 1
+    elif given or not integer:
+        fewest = most
+    else:
+        fewest = min(spec.bins, 2)
+    return fewest + null, most + null
+
+
+def domain_extremes(schema: Schema, checked: Mapping[str, tuple[np.ndarray, Any]]) -> tuple[Domain, Domain]:
+    """The smallest and the largest domain :func:`fit_encoder` can give ``schema``
+    (:func:`size_range` per column; ``checked`` is :func:`check_table`'s output, read
+    only for the number of distinct values of discovered category sets). A check that
+    refuses a domain for being too large (memory) or too small (a one-value attribute)
+    is monotone in every attribute's size, so a mechanism's ``validate`` that accepts
+    both extremes accepts whatever discovery produces: the tabular pipeline validates
+    against them before any noise."""
+    lows, highs = [], []
+    for spec in schema.columns:
+        present = 0
+        if spec.kind != "numeric" and spec.categories == DISCOVER:
+            miss, keys = checked[spec.name]
+            present = len(set(keys[~miss].tolist()))
+        lo, hi = size_range(spec, present)
+        ordinal = spec.kind != "categorical"
+        lows.append(Attribute(spec.name, lo, ordinal=ordinal))
+        highs.append(Attribute(spec.name, hi, ordinal=ordinal))
+    return Domain(tuple(lows)), Domain(tuple(highs))
 
 
 # ----------------------------------------------------------------------------- fitting
@@ -473,7 +548,7 @@ def fit_encoder(
             if spec.categories == DISCOVER:
                 keys, info = dsc.discover_categories(
                     vals[~miss].tolist(), rho=rho_step, delta=delta_col, rng=rng, ledger=ledger,
-                    label=f"discover categories of {spec.name}",
+                    label=f"discover categories of {spec.name}", max_keep=spec.max_categories,
                 )  # fmt: skip
                 other = spec.other_label
                 # a kept category named like the other bucket joins it (it decodes to the same label)

@@ -6,7 +6,9 @@ becomes one discrete attribute of a :class:`~margsynth.dataset.Dataset`:
 - ``categorical``: a set of ``categories`` (a list, or ``"discover"`` to find the frequent
   ones privately); ``strict`` (default ``true`` for a list) refuses a value outside the
   list, ``strict: false`` sends it to the ``other`` bucket (labelled ``other_label``). A
-  discovered set always has an ``other`` bucket (the rare categories go there).
+  discovered set always has an ``other`` bucket (the rare categories go there);
+  ``max_categories`` (optional, discovered sets only) keeps at most that many, those with
+  the largest noisy counts, so the column's size is known before any noise.
 - ``ordinal``: an ordered list of ``categories`` (always strict).
 - ``numeric``: ``type`` ``integer`` or ``float``; ``bounds`` ``[lo, hi]`` or ``"discover"``;
   ``binning`` ``uniform`` (``bins`` equal-width bins within the bounds), ``quantile``
@@ -45,7 +47,7 @@ DEFAULT_BINS = 16
 DEFAULT_OTHER = "other"
 
 _KEYS = {
-    "categorical": {"name", "kind", "categories", "strict", "other_label", "nullable"},
+    "categorical": {"name", "kind", "categories", "strict", "other_label", "max_categories", "nullable"},
     "ordinal": {"name", "kind", "categories", "nullable"},
     "numeric": {"name", "kind", "type", "bounds", "binning", "bins", "cuts", "clip", "nullable"},
 }
@@ -99,6 +101,7 @@ class ColumnSpec:
     bins: int | None = None
     cuts: tuple[float, ...] | None = None
     clip: bool = False
+    max_categories: int | None = None
 
     def __post_init__(self) -> None:
         n = self.name
@@ -120,6 +123,13 @@ class ColumnSpec:
             if getattr(self, key) is not None:
                 raise ValueError(f"column {n!r}: {key!r} is for numeric columns, not {self.kind}")
         cats = self.categories
+        m = self.max_categories
+        if m is not None:
+            if cats != DISCOVER:
+                raise ValueError(f'column {n!r}: max_categories is for categories "discover", got categories {cats!r}')
+            if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1:
+                raise ValueError(f"column {n!r}: max_categories must be a positive integer, got {m!r}")
+            object.__setattr__(self, "max_categories", int(m))
         if cats is None:
             raise ValueError(f"column {n!r}: {self.kind} column needs 'categories' (a list or \"discover\")")
         if isinstance(cats, str):
@@ -164,8 +174,10 @@ class ColumnSpec:
 
     def _check_numeric(self) -> None:
         n = self.name
-        if self.categories is not None or self.strict is not None:
-            raise ValueError(f"column {n!r}: 'categories' and 'strict' are for categorical columns, not numeric")
+        if self.categories is not None or self.strict is not None or self.max_categories is not None:
+            raise ValueError(
+                f"column {n!r}: 'categories', 'strict' and 'max_categories' are for categorical columns, not numeric"
+            )
         if self.type not in NUMERIC_TYPES:
             raise ValueError(f"column {n!r}: type must be one of {NUMERIC_TYPES}, got {self.type!r}")
         b = self.bounds
@@ -269,6 +281,8 @@ class ColumnSpec:
                     out["strict"] = self.strict
                 if self.has_other and self.other_label != DEFAULT_OTHER:
                     out["other_label"] = self.other_label
+                if self.max_categories is not None:
+                    out["max_categories"] = self.max_categories
         out["nullable"] = self.nullable
         return out
 
