@@ -27,7 +27,9 @@
 #
 # * RQ: our queries are seeded; the published ones were not, so only the magnitude is comparable.
 # * `lap_eps0.1` has no published row (the authors' code ran out of its fixed flow capacity); we score it.
-# * `quick` profile: the 3-way AEMC (hence MGD) for three files only; `full`: all 14 files.
+# * `quick` profile: every column of every file except the 3-way AEMC (hence MGD), which it computes for three
+#   files only, one of each kind (sample-0.25, lap-10.0, mediocre), and the PrivSyn rows at ε = 1 only;
+#   `full`: all 14 files and all seven PrivSyn budgets.
 
 # %% tags=["parameters"]
 profile = "quick"  # "quick" (CI, minutes) or "full" (paper scale)

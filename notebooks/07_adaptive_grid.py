@@ -40,6 +40,7 @@ delta = 1e-9
 threshold = 1.0  # a parent cell is "large" when its noisy identity answer exceeds threshold * sigma
 iters = None  # Private-PGM iterations; None: the profile's (quick 300, full 1500)
 clip = 2.0  # C of the clipped sensitivity check (pseudo-persons of ~3 records)
+workers = None  # local worker processes for the runs; None: the profile's (quick: 2, full: 1)
 
 # %%
 import matplotlib.pyplot as plt
@@ -55,11 +56,12 @@ settings = dict(exp.PROFILES[profile])
 epsilons = list(epsilons if epsilons is not None else settings["epsilons"])
 seeds = list(seeds if seeds is not None else settings["seeds"])
 iters = int(iters if iters is not None else settings["iters"])
+workers = settings["workers"] if workers is None else workers
 datasets = exp.datasets_present(include_larger=settings["larger"])
 print(f"profile={profile} datasets={datasets} epsilons={epsilons} seeds={seeds} iters={iters} delta={delta}")
 
 # %%
-res = exp.compare(datasets, epsilons, seeds, delta=delta, iters=iters, threshold=threshold)
+res = exp.compare(datasets, epsilons, seeds, delta=delta, iters=iters, threshold=threshold, workers=workers)
 errors, rounds, runs = res["errors"], res["rounds"], res["runs"]
 save_table(errors, "07_adagrid_errors")
 save_table(rounds, "07_adagrid_rows_per_round")

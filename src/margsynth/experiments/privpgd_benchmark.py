@@ -98,7 +98,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "seeds": (0,),
         "methods": METHOD_ORDER,
         "params": {
-            "PrivPGD": {"preset": "fast", "epochs": 40, "n_particles": 20_000, "lr_step": 4},
+            "PrivPGD": {"preset": "fast", "epochs": 40, "n_particles": 10_000, "lr_step": 4},
             "PGM+MST": {},
             "PGM+AIM": {},
             "GUM": {},
