@@ -35,6 +35,7 @@
 profile = "quick"  # "quick" (CI, minutes) or "full" (paper scale)
 seed = 0  # range-query seed, and PrivSyn's seed
 privsyn_epsilons = None  # None: (1.0,) in quick, all seven published epsilons in full
+workers = None  # local worker processes scoring the files; None: the profile's (quick: 2, full: 1)
 
 # %%
 import matplotlib.pyplot as plt
@@ -45,7 +46,7 @@ from margsynth.experiments import mgd_table1 as exp
 from margsynth.plotting import save_figure, save_table, use_style
 
 use_style()
-ours = exp.table1(profile, seed=seed)
+ours = exp.table1(profile, seed=seed, workers=workers)
 save_table(ours.reset_index(), "01_mgd_table1")
 ours[["inv_pie", "range_query", *exp.AEMC_COLUMNS, "mgd", "seconds_3way"]].round(4)
 
