@@ -36,9 +36,8 @@
 #
 # Profiles: `quick` (titanic only, ε = 2.5, 1 seed — one column of Figure 1 and one panel of Figure 2; PrivPGD
 # `fast` with 40 epochs and 10,000 particles, RAP, GEM and Private-GSD with their `fast` presets, PGM+MST,
-# PGM+AIM and GUM with their defaults): about 60 CPU-seconds over two worker processes, well under a minute
-# when the 2-core machine is otherwise idle (`-p datasets "['titanic', 'nltcs']"` adds nltcs: about
-# 160 CPU-seconds). `full` = the paper's settings (3 seeds, PrivPGD
+# PGM+AIM and GUM with their defaults): about 70 CPU-seconds, the sweep on two worker processes
+# (`-p datasets "['titanic', 'nltcs']"` adds nltcs: about 160 CPU-seconds). `full` = the paper's settings (3 seeds, PrivPGD
 # with its default hyperparameters, RAP / GEM / Private-GSD with their `default` presets): roughly
 # 1.5 machine-days on this 2-core CPU (PrivPGD default ≈ 30–45 min per adult run, AIM up to 30 min,
 # RAP and Private-GSD about 1 CPU-minute, GEM about 6 per adult run) — run it with `scheduler=` on a Dask cluster, or on a

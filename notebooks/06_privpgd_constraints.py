@@ -33,7 +33,7 @@
 # the real training data (a balanced query, `q(D) ≈ ½`; a fixed input chosen by the experimenter, like
 # the thresholds of §4.1's random queries — only its answer `q~` is released and paid for). Profiles:
 # `quick` — titanic, ε = 2.5, one seed, γ ∈ {0, 1, 10, 100} (one point per decade), PrivPGD `fast` with 10,000
-# particles, 40 epochs and 150 projection iterations, the four runs on two processes (about 40 s); `full` —
+# particles, 40 epochs and 150 projection iterations, the four runs on two processes (about a minute of CPU); `full` —
 # adult, ε = 2.5, 3 seeds, γ ∈ {0, 0.1, 0.3, 1, 3, 10, 30, 100}, the paper's default hyperparameters (≈ 30–45 min
 # per run on this 2-core CPU, ≈ 15 h in all; not run here). Runs are memoized on disk.
 

@@ -33,7 +33,7 @@
 # `income>50K` plus two related attributes; nltcs — consecutive triples in schema order.
 
 # %% tags=["parameters"]
-profile = "quick"  # "quick" (CI, ~1.5 min) or "full" (5 epsilons x 5 seeds: ~11 CPU-min, 26 min wall on a busy 2-core machine)
+profile = "quick"  # "quick" (CI, ~50 CPU-s, the runs on 2 processes) or "full" (5 epsilons x 5 seeds: ~11 CPU-min, 26 min wall on a busy 2-core machine)
 epsilons = None  # None: the profile's (quick: 0.1, 1, 10; full: 0.1, 0.3, 1, 3, 10)
 seeds = None  # None: the profile's (quick: 0; full: 0..4)
 delta = 1e-9

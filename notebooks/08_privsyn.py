@@ -43,7 +43,7 @@
 # for dense marginal sets.
 
 # %% tags=["parameters"]
-profile = "quick"  # "quick" (CI, 2 eps x 1 seed, ~40 s on 2 cores) or "full" (6 eps x 5 seeds + counting queries: ~2 CPU-hours, ~1 h on 2 cores)
+profile = "quick"  # "quick" (CI, 2 eps x 1 seed, ~75 CPU-s on 2 processes) or "full" (6 eps x 5 seeds + counting queries: ~2 CPU-hours, ~1 h on 2 cores)
 epsilons = None  # None: the profile's (quick: 0.3, 4; full: 0.1, 0.3, 1, 2, 4, 10)
 seeds = None  # None: the profile's (quick: 0; full: 0..4)
 datasets = ["adult", "nltcs"]

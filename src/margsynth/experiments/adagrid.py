@@ -57,7 +57,7 @@ __all__ = [
 BASE_DATASETS = ("adult", "nltcs")
 LARGER_DATASETS = ("fire", "loans", "msnbc")
 
-#: Settings of the two profiles (quick: CI, about half a minute on 2 cores, its 12 runs on two
+#: Settings of the two profiles (quick: CI, the notebook about 50 CPU-seconds, its 12 runs on two
 #: worker processes; full: paper scale, in this process).
 PROFILES = {
     "quick": {"epsilons": (0.1, 1.0, 10.0), "seeds": (0,), "iters": 300, "max_neighbours": 200, "larger": False,

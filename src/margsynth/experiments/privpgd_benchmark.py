@@ -17,9 +17,9 @@ their workload):
 * ``quick`` — titanic, eps = 2.5, 1 seed (one column of Figure 1, one panel of Figure 2);
   PrivPGD ``fast`` with 40 epochs and 10,000 particles; RAP, GEM and Private-GSD with their
   ``fast`` presets; PGM+MST, PGM+AIM and GUM with their defaults (AIM with 16 rounds and 300
-  Private-PGM iterations was far from converged on nltcs: 2-way TV 0.15 vs 0.025): about 60
-  CPU-seconds over two worker processes. (With nltcs as well, and 20,000 particles, it
-  took about 160 CPU-seconds.)
+  Private-PGM iterations was far from converged on nltcs: 2-way TV 0.15 vs 0.025): the
+  notebook takes about 70 CPU-seconds, the sweep on two worker processes. (With nltcs as
+  well, and 20,000 particles, it took about 160.)
 * ``full`` — every available dataset (:func:`available_datasets`), eps in {0.2, 1, 2.5},
   delta = 1e-5, 3 seeds; PrivPGD with the paper's defaults (``PrivPGD.preset("default")``),
   RAP, GEM and Private-GSD with their ``default`` presets, PGM+MST / PGM+AIM / GUM with

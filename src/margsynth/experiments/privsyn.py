@@ -70,8 +70,8 @@ MECHANISMS: dict[str, str] = {
 }
 
 #: The two profiles (quick: CI, the two ends of the quick range — ε = 0.3, where MST leads, and ε = 4,
-#: where PrivSyn + GUM leads and Private-PGM is refused on adult —, about 70 CPU-seconds, 40 s wall on
-#: 2 cores; full: 6 epsilons x 5 seeds + counting queries).
+#: where PrivSyn + GUM leads and Private-PGM is refused on adult —, the notebook about 75 CPU-seconds,
+#: the runs on two worker processes; full: 6 epsilons x 5 seeds + counting queries).
 PROFILES = {
     "quick": {"epsilons": (0.3, 4.0), "seeds": (0,), "mst_iters": 500, "pgm_iters": 200,
               "memory_limit_mb": 64.0, "n_queries": 200, "counting_queries": False, "workers": 2},
