@@ -47,6 +47,7 @@ profile = "quick"  # "quick": 2 seeds, 1,000 Private-PGM iterations; "full": 5 s
 seeds = None  # list of seeds; None: the profile's
 epsilons = [0.3, 1.0, 8.0]
 iters = None  # Private-PGM iterations; None: the profile's
+workers = None  # local worker processes for the Table 5 runs; None: the profile's (quick: 2, full: 1)
 
 # %%
 import matplotlib.pyplot as plt
@@ -59,13 +60,14 @@ use_style()
 cfg = exp.PROFILES[profile]
 seeds = list(cfg["seeds"] if seeds is None else seeds)
 iters = int(cfg["iters"] if iters is None else iters)
+workers = cfg["workers"] if workers is None else workers
 print(f"profile={profile}: seeds={seeds}, epsilons={epsilons}, Private-PGM iterations={iters}")
 
 # %% [markdown]
 # ## Table 5 analogue: the three challenge criteria and their mean, mean ± sd over seeds
 
 # %%
-runs = exp.table5(epsilons=tuple(epsilons), seeds=tuple(seeds), iters=iters)
+runs = exp.table5(epsilons=tuple(epsilons), seeds=tuple(seeds), iters=iters, workers=workers)
 save_table(runs, "04_table5_runs")
 summary = exp.table5_summary(runs)
 save_table(summary, "04_table5")

@@ -34,11 +34,10 @@
 # **The paper's datasets (ACS, Taxi, Black Friday, …) are not available here**, so the comparison with
 # its tables is *in kind*: per-method medians and mean ranks, never cell by cell.
 #
-# Profiles: `quick` (titanic + nltcs, ε = 2.5, 1 seed; PrivPGD `fast` with 40 epochs and 20,000
-# particles, RAP, GEM and Private-GSD with their `fast` presets, PGM+MST, PGM+AIM and GUM with their
-# defaults): about 160 CPU-seconds over two worker processes — 164 s wall measured on the shared 2-core
-# machine with a benchmark running beside it, 5 min at a load average of 5–7, about 2 minutes when it is
-# otherwise idle. `full` = the paper's settings (3 seeds, PrivPGD
+# Profiles: `quick` (titanic only, ε = 2.5, 1 seed — one column of Figure 1 and one panel of Figure 2; PrivPGD
+# `fast` with 40 epochs and 10,000 particles, RAP, GEM and Private-GSD with their `fast` presets, PGM+MST,
+# PGM+AIM and GUM with their defaults): about 70 CPU-seconds, the sweep on two worker processes
+# (`-p datasets "['titanic', 'nltcs']"` adds nltcs: about 160 CPU-seconds). `full` = the paper's settings (3 seeds, PrivPGD
 # with its default hyperparameters, RAP / GEM / Private-GSD with their `default` presets): roughly
 # 1.5 machine-days on this 2-core CPU (PrivPGD default ≈ 30–45 min per adult run, AIM up to 30 min,
 # RAP and Private-GSD about 1 CPU-minute, GEM about 6 per adult run) — run it with `scheduler=` on a Dask cluster, or on a
@@ -46,7 +45,7 @@
 
 # %% tags=["parameters"]
 profile = "quick"  # "quick" or "full" (the paper's settings; ~1.5 machine-days on 2 cores)
-datasets = None  # list of dataset names; None: the profile's (full: every available dataset)
+datasets = None  # list of dataset names; None: the profile's (quick: titanic; full: every available dataset)
 epsilons = None  # None: the profile's (full: [0.2, 1.0, 2.5])
 seeds = None  # None: the profile's (full: [0, 1, 2])
 workers = 2  # local processes for the sweep
@@ -138,7 +137,7 @@ save_table(ours_all, "05_ours_all_methods")
 ours_all.round(4)
 
 # %% [markdown]
-# **Reading the results.** The quick profile is a smoke run (two small datasets, one seed, a shortened
+# **Reading the results.** The quick profile is a smoke run (one small dataset, one seed, a shortened
 # PrivPGD, the `fast` presets of RAP, GEM and Private-GSD); conclusions need the full profile. Titanic's
 # downstream target `Survived` has a third value for the 415 passengers of Kaggle's unlabeled test set,
 # so even the real-data baseline errs on ~43%. What to look for, following the paper: PrivPGD should
@@ -147,8 +146,8 @@ ours_all.round(4)
 # edge shrinking as ε decreases). Among the query-based methods the paper finds Private-GSD
 # competitive, RAP near PGM+AIM and GEM clearly behind on TV; here their privacy is accounted under
 # add/remove-one with a private record count like every other method (see
-# `docs/notes/query_baselines.md`). On nltcs (16 binary attributes) the embedding is just
-# {0.25, 0.75} per attribute, so the geometry PrivPGD exploits is absent and the methods are close.
+# `docs/notes/query_baselines.md`). On nltcs (16 binary attributes; in the full profile) the embedding is
+# just {0.25, 0.75} per attribute, so the geometry PrivPGD exploits is absent and the methods are close.
 # The PrivPGD `fast` preset used by the quick profile includes our consistency step (the projected
 # marginals raked to common 1-way marginals; see `margsynth.inference.privpgd.generator`), the full
 # profile uses the paper's algorithm and hyperparameters unchanged.

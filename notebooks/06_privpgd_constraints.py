@@ -32,10 +32,10 @@
 # The query: `θ` a seeded random unit direction over all attributes, `τ` the median of `<θ, e(x)>` on
 # the real training data (a balanced query, `q(D) ≈ ½`; a fixed input chosen by the experimenter, like
 # the thresholds of §4.1's random queries — only its answer `q~` is released and paid for). Profiles:
-# `quick` — titanic, ε = 2.5, one seed, γ ∈ {0, 0.3, 1, 3, 10, 30, 100}, PrivPGD `fast` with 10,000
-# particles and 60 epochs (< 2 min); `full` — adult, ε = 2.5, 3 seeds, γ ∈ {0, 0.1, 0.3, 1, 3, 10, 30, 100},
-# the paper's default hyperparameters (≈ 30–45 min per run on this 2-core CPU, ≈ 15 h in all; not run
-# here). Runs are memoized on disk.
+# `quick` — titanic, ε = 2.5, one seed, γ ∈ {0, 1, 10, 100} (one point per decade), PrivPGD `fast` with 10,000
+# particles, 40 epochs and 150 projection iterations, the four runs on two processes (about a minute of CPU); `full` —
+# adult, ε = 2.5, 3 seeds, γ ∈ {0, 0.1, 0.3, 1, 3, 10, 30, 100}, the paper's default hyperparameters (≈ 30–45 min
+# per run on this 2-core CPU, ≈ 15 h in all; not run here). Runs are memoized on disk.
 
 # %% tags=["parameters"]
 profile = "quick"  # "quick" or "full" (adult, 3 seeds, paper defaults; ~15 h on 2 cores)
@@ -43,6 +43,7 @@ dataset = None  # None: the profile's
 epsilon = None  # None: the profile's (2.5)
 seeds = None  # None: the profile's
 gammas = None  # list of penalty strengths >= 0; None: the profile's
+workers = None  # local worker processes for the runs; None: the profile's (quick: 2, full: 1)
 
 # %%
 import time
@@ -55,7 +56,7 @@ print(f"profile={profile}:", exp.PROFILES[profile])
 
 # %%
 t0 = time.perf_counter()
-runs = exp.figure3(profile, dataset=dataset, epsilon=epsilon, seeds=seeds, gammas=gammas)
+runs = exp.figure3(profile, dataset=dataset, epsilon=epsilon, seeds=seeds, gammas=gammas, workers=workers)
 print(f"{len(runs)} runs in {time.perf_counter() - t0:.0f} s (cached runs are read back)")
 save_table(runs, "06_runs")
 runs.round(4)

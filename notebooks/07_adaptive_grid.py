@@ -33,13 +33,14 @@
 # `income>50K` plus two related attributes; nltcs — consecutive triples in schema order.
 
 # %% tags=["parameters"]
-profile = "quick"  # "quick" (CI, ~1.5 min) or "full" (5 epsilons x 5 seeds: ~11 CPU-min, 26 min wall on a busy 2-core machine)
+profile = "quick"  # "quick" (CI, ~50 CPU-s, the runs on 2 processes) or "full" (5 epsilons x 5 seeds: ~11 CPU-min, 26 min wall on a busy 2-core machine)
 epsilons = None  # None: the profile's (quick: 0.1, 1, 10; full: 0.1, 0.3, 1, 3, 10)
 seeds = None  # None: the profile's (quick: 0; full: 0..4)
 delta = 1e-9
 threshold = 1.0  # a parent cell is "large" when its noisy identity answer exceeds threshold * sigma
 iters = None  # Private-PGM iterations; None: the profile's (quick 300, full 1500)
 clip = 2.0  # C of the clipped sensitivity check (pseudo-persons of ~3 records)
+workers = None  # local worker processes for the runs; None: the profile's (quick: 2, full: 1)
 
 # %%
 import matplotlib.pyplot as plt
@@ -55,11 +56,12 @@ settings = dict(exp.PROFILES[profile])
 epsilons = list(epsilons if epsilons is not None else settings["epsilons"])
 seeds = list(seeds if seeds is not None else settings["seeds"])
 iters = int(iters if iters is not None else settings["iters"])
+workers = settings["workers"] if workers is None else workers
 datasets = exp.datasets_present(include_larger=settings["larger"])
 print(f"profile={profile} datasets={datasets} epsilons={epsilons} seeds={seeds} iters={iters} delta={delta}")
 
 # %%
-res = exp.compare(datasets, epsilons, seeds, delta=delta, iters=iters, threshold=threshold)
+res = exp.compare(datasets, epsilons, seeds, delta=delta, iters=iters, threshold=threshold, workers=workers)
 errors, rounds, runs = res["errors"], res["rounds"], res["runs"]
 save_table(errors, "07_adagrid_errors")
 save_table(rounds, "07_adagrid_rows_per_round")

@@ -198,3 +198,22 @@ def test_bad_inputs(marginals, n, match):
 def test_rng_must_be_a_generator():
     with pytest.raises(ValueError, match="Generator"):
         gum(DOM, [(("a",), np.ones(4))], 10, 0)
+
+
+@pytest.mark.parametrize("size", [1, 7, 300, 1 << 16, (1 << 16) + 1, 580_464, 1 << 20])
+def test_radix_ranking_equals_numpy_stable_sort(size):
+    """The ranking helpers are numpy's stable argsort and searchsorted, element for element
+    (so GUM's moves, hence its output, do not depend on which one runs)."""
+    from margsynth.inference.gum import _first_positions, _stable_argsort
+
+    rng = np.random.default_rng(size)
+    for n in (0, 1, 50, 5_000):
+        keys = rng.integers(0, size, n).astype(np.int64)
+        if n:  # the extremes of the range
+            keys[0], keys[-1] = 0, size - 1
+        order = _stable_argsort(keys, size)
+        assert np.array_equal(order, np.argsort(keys, kind="stable"))
+        srt = keys[order]
+        assert np.array_equal(_first_positions(srt, size)[srt], np.searchsorted(srt, srt, side="left"))
+        probe = rng.integers(0, size, 20)
+        assert np.array_equal(_first_positions(srt, size)[probe], np.searchsorted(srt, probe, side="left"))

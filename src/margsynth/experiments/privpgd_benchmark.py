@@ -14,12 +14,12 @@ Profiles (``PROFILES``), both with the seven methods of ``METHOD_ORDER`` (PrivPG
 PGM+AIM, GUM and the paper's query-based RAP, GEM and Private-GSD, all 2-way marginals as
 their workload):
 
-* ``quick`` — titanic + nltcs, eps = 2.5, 1 seed; PrivPGD ``fast`` with 40 epochs and
-  20,000 particles; RAP, GEM and Private-GSD with their ``fast`` presets; PGM+MST, PGM+AIM
-  and GUM with their defaults (AIM with 16 rounds and 300 Private-PGM iterations was far
-  from converged on nltcs: 2-way TV 0.15 vs 0.025): about 160 CPU-seconds over two worker
-  processes (164 s wall measured on the shared 2-core machine with another benchmark beside
-  it; about 2 minutes when the machine is otherwise idle).
+* ``quick`` — titanic, eps = 2.5, 1 seed (one column of Figure 1, one panel of Figure 2);
+  PrivPGD ``fast`` with 40 epochs and 10,000 particles; RAP, GEM and Private-GSD with their
+  ``fast`` presets; PGM+MST, PGM+AIM and GUM with their defaults (AIM with 16 rounds and 300
+  Private-PGM iterations was far from converged on nltcs: 2-way TV 0.15 vs 0.025): the
+  notebook takes about 70 CPU-seconds, the sweep on two worker processes. (With nltcs as
+  well, and 20,000 particles, it took about 160.)
 * ``full`` — every available dataset (:func:`available_datasets`), eps in {0.2, 1, 2.5},
   delta = 1e-5, 3 seeds; PrivPGD with the paper's defaults (``PrivPGD.preset("default")``),
   RAP, GEM and Private-GSD with their ``default`` presets, PGM+MST / PGM+AIM / GUM with
@@ -93,12 +93,12 @@ PAPER_LABELS = {"Private GSD": "Private-GSD"}
 
 PROFILES: dict[str, dict[str, Any]] = {
     "quick": {
-        "datasets": ("titanic", "nltcs"),
+        "datasets": ("titanic",),
         "epsilons": (2.5,),
         "seeds": (0,),
         "methods": METHOD_ORDER,
         "params": {
-            "PrivPGD": {"preset": "fast", "epochs": 40, "n_particles": 20_000, "lr_step": 4},
+            "PrivPGD": {"preset": "fast", "epochs": 40, "n_particles": 10_000, "lr_step": 4},
             "PGM+MST": {},
             "PGM+AIM": {},
             "GUM": {},

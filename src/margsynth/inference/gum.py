@@ -28,8 +28,8 @@ starts from a random dataset and edits its records until their marginals match:
   solved with OR-Tools; records on each arc get only their marginal attributes
   changed. The graph is complete bipartite, so this is for small marginals.
 
-Everything is vectorised with numpy (``bincount``, stable ``argsort`` to rank
-records within cells); there is no per-record Python loop.
+Everything is vectorised with numpy (``bincount``, stable ``argsort`` — a radix sort of
+16-bit keys — to rank records within cells); there is no per-record Python loop.
 
 GUM is a generator for *any* set of noisy marginals: pass PrivSyn's consistent
 marginals, or the :class:`~margsynth.privacy.measure.NoisyMarginal` log of MST /
@@ -148,14 +148,33 @@ def _stochastic_round(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return (f + (rng.random(x.shape) < (x - f))).astype(np.int64)
 
 
-def _rank_within_cells(records: np.ndarray, cells: np.ndarray, rng: np.random.Generator):
-    """Shuffle ``records`` and sort them by ``cells`` (stable): returns the records,
-    their cells, and each record's rank among the records of its cell."""
+def _stable_argsort(keys: np.ndarray, size: int) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")`` for integer ``keys`` in ``[0, size)``: the same
+    permutation (a stable sort is unique), by numpy's radix sort of 16-bit keys — one pass,
+    or two (low then high 16 bits, least significant first) for up to 2**32 cells."""
+    if size <= 1 << 16:
+        return np.argsort(keys.astype(np.uint16), kind="stable")
+    if size <= 1 << 32:
+        order = np.argsort((keys & 0xFFFF).astype(np.uint16), kind="stable")
+        return order[np.argsort((keys[order] >> 16).astype(np.uint16), kind="stable")]
+    return np.argsort(keys, kind="stable")  # pragma: no cover - marginals beyond 2**32 cells
+
+
+def _first_positions(sorted_cells: np.ndarray, size: int) -> np.ndarray:
+    """``p[c]`` = the number of entries of ``sorted_cells`` below ``c`` (the position of the
+    first ``c``; ``np.searchsorted(sorted_cells, c, side="left")``), for every ``c < size``."""
+    counts = np.bincount(sorted_cells, minlength=size)
+    return np.cumsum(counts) - counts
+
+
+def _rank_within_cells(records: np.ndarray, cells: np.ndarray, rng: np.random.Generator, size: int):
+    """Shuffle ``records`` and sort them by ``cells`` (stable; cells in ``[0, size)``):
+    returns the records, their cells, and each record's rank among the records of its cell."""
     perm = rng.permutation(records.size)
     records, cells = records[perm], cells[perm]
-    order = np.argsort(cells, kind="stable")
+    order = _stable_argsort(cells, size)
     records, cells = records[order], cells[order]
-    start = np.searchsorted(cells, cells, side="left")
+    start = _first_positions(cells, size)[cells]
     return records, cells, np.arange(cells.size) - start
 
 
@@ -163,7 +182,7 @@ def _pick_leaving(idx: np.ndarray, leave: np.ndarray, rng: np.random.Generator) 
     """``leave[c]`` random records of each cell ``c`` (``leave <= counts``), grouped by
     cell in increasing cell order; returns (records, their cells)."""
     cand = np.flatnonzero(leave[idx] > 0)
-    recs, cells, rank = _rank_within_cells(cand, idx[cand], rng)
+    recs, cells, rank = _rank_within_cells(cand, idx[cand], rng, leave.size)
     keep = rank < leave[cells]
     return recs[keep], cells[keep]
 
@@ -393,9 +412,8 @@ class GUM:
             need = np.zeros(target.size, dtype=bool)
             need[dup_dest[has]] = True
             cand = np.flatnonzero(need[idx])
-            cand = cand[np.argsort(idx[cand], kind="stable")]
-            ccells = idx[cand]
-            start = np.searchsorted(ccells, dup_dest[has], side="left")
+            cand = cand[_stable_argsort(idx[cand], target.size)]
+            start = _first_positions(idx[cand], target.size)[dup_dest[has]]
             pick = start + np.floor(rng.random(start.size) * syn[dup_dest[has]]).astype(np.int64)
             donors = cand[pick]
             rows = movers[:n_dup][has]
