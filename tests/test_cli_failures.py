@@ -79,7 +79,16 @@ def test_signals_exit_quietly(toy, sig, code):
         f"data._list = lambda args: os.kill(os.getpid(), {int(sig)}) or __import__('time').sleep(5)\n"
         "sys.exit(cli.main(['data', 'list']))\n"
     )
-    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    # a non-interactive shell starts background jobs with SIGINT ignored, and an ignored
+    # signal stays ignored across exec: give the child the default disposition, as a
+    # program started from a terminal has
+    res = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     assert res.returncode == code
     _one_line_error(res.stderr, "margsynth data:")
 
