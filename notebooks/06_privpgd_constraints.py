@@ -42,7 +42,7 @@ profile = "quick"  # "quick" or "full" (adult, 3 seeds, paper defaults; ~15 h on
 dataset = None  # None: the profile's
 epsilon = None  # None: the profile's (2.5)
 seeds = None  # None: the profile's
-gammas = None  # list of penalty strengths >= 0; None: the profile's
+gammas = None  # list of non-negative penalty strengths; None: the profile's
 workers = None  # local worker processes for the runs; None: the profile's (quick: 2, full: 1)
 
 # %%
