@@ -57,12 +57,12 @@ def _problem(seed: int):
     return dom, ms
 
 
-def _setup(seed: int, loss: str, total: float = 250.0):
+def _setup(seed: int, loss: str, total: float = 250.0, kernel: bool = True):
     dom, ms = _problem(seed)
     compiled = compile_measurements(dom, ms)
     tree = build_junction_tree(dom, [m.attrs for m in compiled] + STRUCTURE)
     bp = BeliefPropagation(tree)
-    obj = Objective(bp, compiled, total, loss)
+    obj = Objective(bp, compiled, total, loss, kernel=kernel)
     return dom, compiled, tree, bp, obj
 
 
@@ -96,7 +96,7 @@ def _evaluate(obj, bp, p_flat):
 
 
 def test_the_problem_exercises_every_branch():
-    _, _, _, bp, obj = _setup(0, "l2")
+    _, _, _, bp, obj = _setup(0, "l2", kernel=False)  # the numpy/scipy path (the compiled one: test_pgm_kernels)
     assert obj.has_full  # whole-clique identity terms (A, B)
     assert obj._S is not None and obj._S.shape == (obj._ps.size, bp.size)  # sub-clique terms, folded
     assert len(obj._folded) >= 4  # a, b (twice, one term), c×a, d (scaled), f
@@ -116,10 +116,11 @@ def test_the_problem_exercises_every_branch():
     assert start == obj._ps.size
 
 
+@pytest.mark.parametrize("kernel", [True, False])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("loss", ["l2", "l1"])
-def test_value_and_gradient_match_the_dense_computation(seed, loss):
-    dom, compiled, tree, bp, obj = _setup(seed, loss)
+def test_value_and_gradient_match_the_dense_computation(seed, loss, kernel):
+    dom, compiled, tree, bp, obj = _setup(seed, loss, kernel=kernel)
     rng = np.random.default_rng(100 + seed)
     for _ in range(3):
         p_flat = rng.random(bp.size) / 10.0  # arbitrary tables: the objective is defined on any p

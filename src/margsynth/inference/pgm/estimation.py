@@ -202,16 +202,18 @@ class Objective:
             )
             for i, t in enumerate(folded)
         ]
+        def cell_map(c: int, shape: tuple[int, ...]) -> np.ndarray:
+            """For each cell of clique ``c`` (flat, C order), its cell in the sub-clique
+            marginal of keepdims ``shape``."""
+            idx = np.indices(bp.shapes[c]).reshape(len(bp.shapes[c]), -1)
+            kept = tuple(idx[k] if shape[k] > 1 else np.zeros_like(idx[k]) for k in range(len(shape)))
+            return np.ravel_multi_index(kept, shape).astype(np.int64)
+
         # compiled (numba) path for the L2 loss: every sub-clique term, identity or matrix, in
         # one kernel call (:class:`~.kernels.L2Terms`); the numpy/scipy path below otherwise
         self._kernel = None
+        self._S = self._ST = None
         if kernel and kernels.AVAILABLE and loss == "l2" and (folded or self.subs):
-
-            def cell_map(c: int, shape: tuple[int, ...]) -> np.ndarray:
-                idx = np.indices(bp.shapes[c]).reshape(len(bp.shapes[c]), -1)
-                kept = tuple(idx[k] if shape[k] > 1 else np.zeros_like(idx[k]) for k in range(len(shape)))
-                return np.ravel_multi_index(kept, shape).astype(np.int64)
-
             o = bp.offsets
             ident = [(int(o[t.clique]), int(o[t.clique + 1] - o[t.clique]), cell_map(t.clique, t.b.shape), t.a, t.b)
                      for t in folded]  # fmt: skip
@@ -221,16 +223,12 @@ class Objective:
         # the same sums as one sparse 0/1 matrix S (marginal cell <- clique cell): ps = S p and
         # G += S^T g replace a reduction and a broadcast add per term (two calls instead of
         # ~2 per measurement: the hot loop is call-bound on models of ~10^4 cells)
-        self._S = self._ST = None
-        if folded:
+        elif folded:
             rows, cols = [], []
             for i, t in enumerate(folded):
                 c = t.clique
-                cell = np.arange(bp.offsets[c], bp.offsets[c + 1], dtype=np.int64)
-                idx = np.indices(bp.shapes[c]).reshape(len(bp.shapes[c]), -1)
-                kept = tuple(idx[k] if t.b.shape[k] > 1 else np.zeros_like(idx[k]) for k in range(len(t.b.shape)))
-                rows.append(off[i] + np.ravel_multi_index(kept, t.b.shape))
-                cols.append(cell)
+                rows.append(off[i] + cell_map(c, t.b.shape))
+                cols.append(np.arange(bp.offsets[c], bp.offsets[c + 1], dtype=np.int64))
             r, c_ = np.concatenate(rows), np.concatenate(cols)
             self._S = sp.csr_matrix((np.ones(r.size), (r, c_)), shape=(int(off[-1]), bp.size))
             self._ST = self._S.T.tocsr()
