@@ -186,6 +186,53 @@ def test_triangulation_is_chordal_and_cliques_are_maximal(heuristic):
     assert rng is not None
 
 
+def _greedy_elimination(dom, adj, heuristic):
+    """Koller & Friedman's Alg. 9.4 written plainly over sets of names: the definition
+    :func:`triangulate` (bitmasks, incremental scores) must reproduce choice for choice."""
+    adj = {v: set(nb) for v, nb in adj.items()}
+    order, formed = [], []
+    while adj:
+        def key(v):
+            nb = sorted(adj[v], key=dom.index)
+            cells = dom[v].size * int(np.prod([dom[u].size for u in nb]))
+            if heuristic == "min_weight":
+                return (cells, dom.index(v))
+            fill = sum(
+                (dom[a].size * dom[b].size if heuristic == "weighted_min_fill" else 1)
+                for a, b in itertools.combinations(nb, 2)
+                if b not in adj[a]
+            )
+            return (fill, cells, dom.index(v))
+
+        v = min(adj, key=key)
+        for a in adj[v]:
+            adj[a] |= adj[v] - {a}
+            adj[a].discard(v)
+        formed.append(frozenset(adj[v] | {v}))
+        order.append(v)
+        del adj[v]
+    return order, {c for c in formed if not any(c < d for d in formed)}
+
+
+@pytest.mark.parametrize("heuristic", HEURISTICS)
+def test_triangulate_makes_the_choices_of_plain_greedy_elimination(heuristic):
+    rng = np.random.default_rng(11)
+    for _ in range(150):
+        n = int(rng.integers(1, 13))
+        dom = Domain.from_sizes({f"v{i}": int(rng.choice([1, 2, 3, 5, 16, 42, 100])) for i in range(n)})
+        p = rng.random()
+        adj = {v: set() for v in dom.names}
+        for a, b in itertools.combinations(dom.names, 2):
+            if rng.random() < p:
+                adj[a].add(b)
+                adj[b].add(a)
+        shuffled = {v: adj[v] for v in rng.permutation(dom.names)}
+        order, cliques = triangulate(dom, shuffled, heuristic)
+        want_order, want_cliques = _greedy_elimination(dom, adj, heuristic)
+        assert order == want_order
+        assert set(cliques) == want_cliques
+
+
 def test_min_fill_on_a_cycle_adds_the_minimum_chords():
     dom = Domain.from_sizes({k: 2 for k in "abcdef"})
     tree = build_junction_tree(dom, [("a", "b"), ("b", "c"), ("c", "d"), ("d", "e"), ("e", "f"), ("f", "a")])

@@ -57,14 +57,63 @@ def test_calibration_matches_numpy(seed):
         assert views[c].sum() == pytest.approx(1.0, abs=1e-12)
 
 
+def _product(shape, factors, axes, scale):
+    prod = np.full(shape, float(scale))
+    for f, ax in zip(factors, axes):
+        full = [1] * len(shape)
+        for a in ax:
+            full[a] = shape[a]
+        prod = prod * f.reshape(full)
+    return prod
+
+
+@pytest.mark.parametrize("small", [0, 10**9])  # compiled, numpy
+def test_l1_product_is_the_l1_distance_to_the_outer_product(monkeypatch, small):
+    monkeypatch.setattr(kernels, "L1_SMALL", small)
+    rng = np.random.default_rng(5)
+    cases = [
+        ((7,), [[0]]),
+        ((4, 6), [[0, 1]]),
+        ((4, 6), [[1], [0]]),
+        ((5, 7, 3), [[0, 2], [1]]),
+        ((3, 4, 5, 6), [[1, 3], [0, 2]]),
+        ((2, 3, 4, 5, 2), [[0], [1, 4], [2, 3]]),
+        ((13, 11, 9), [[0], [1], [2]]),
+    ]
+    for shape, axes in cases:
+        for dtype in (np.int32, np.float64):
+            y = rng.integers(0, 40, size=shape).astype(dtype)
+            factors = [rng.random(tuple(shape[a] for a in ax)) for ax in axes]
+            want = float(np.abs(y - _product(shape, factors, axes, 7.5)).sum())
+            got = kernels.l1_product(y, factors, axes, 7.5)
+            assert got == pytest.approx(want, rel=1e-12)
+
+
+def test_l1_product_rejects_axes_that_do_not_partition_the_table():
+    y = np.zeros((2, 3))
+    with pytest.raises(ValueError, match="every axis"):
+        kernels.l1_product(y, [np.ones(2)], [[0]])
+    with pytest.raises(ValueError, match="overlap"):
+        kernels.l1_product(y, [np.ones((2, 3)), np.ones(3)], [[0, 1], [1]])
+    with pytest.raises(ValueError, match="does not match"):
+        kernels.l1_product(y, [np.ones(3), np.ones(2)], [[0], [1]])
+
+
 def test_small_fits_stay_on_numpy(monkeypatch):
-    """Below ``WORTH`` (iterations x cells) a fit does not touch numba at all."""
+    """Below ``WORTH`` (iterations x cells) a fit does not touch numba at all, unless this
+    process has loaded the kernels already (then small fits run compiled too)."""
     dom, ms = _objective_problem(4)
     calls = []
+    monkeypatch.setattr(kernels, "_JIT", {})  # a process that has not loaded them
     monkeypatch.setattr(kernels, "_jit", lambda f: calls.append(f) or f)
     estimate(dom, ms, iters=10)
     assert calls == []
     monkeypatch.setattr(kernels, "WORTH", 0)
+    estimate(dom, ms, iters=10)
+    assert {f.__name__ for f in calls} == {"_calibrate", "_l2_terms"}
+    monkeypatch.setattr(kernels, "WORTH", 2_000_000)
+    kernels._JIT["_calibrate"] = object()  # loaded: the next small fit runs compiled
+    calls.clear()
     estimate(dom, ms, iters=10)
     assert {f.__name__ for f in calls} == {"_calibrate", "_l2_terms"}
 

@@ -109,6 +109,15 @@ class _SubTerm:
     shape: tuple[int, ...] = ()
 
 
+def _sub_map(sizes: Sequence[int], source: frozenset, axes: frozenset) -> np.ndarray:
+    """For each cell of the marginal over the clique axes ``source`` (C order), its cell in
+    the marginal over ``axes`` (a subset)."""
+    src = sorted(source)
+    idx = np.indices([sizes[i] for i in src]).reshape(len(src), -1)
+    keep = sorted(axes)
+    return np.ravel_multi_index([idx[src.index(i)] for i in keep], [sizes[i] for i in keep]).astype(np.int64)
+
+
 class Objective:
     """The loss of Eq. (4.1)/(4.2) compiled onto a junction tree's flat marginal vector.
 
@@ -215,8 +224,21 @@ class Objective:
         self._S = self._ST = None
         if kernel and kernels.AVAILABLE and loss == "l2" and (folded or self.subs):
             o = bp.offsets
-            ident = [(int(o[t.clique]), int(o[t.clique + 1] - o[t.clique]), cell_map(t.clique, t.b.shape), t.a, t.b)
-                     for t in folded]  # fmt: skip
+            ident = []  # per clique, its terms summed through shared intermediates (kernels.marginal_plan)
+            by_clique: dict[int, list[_SubTerm]] = {}
+            for t in folded:
+                by_clique.setdefault(t.clique, []).append(t)
+            for c, ts in by_clique.items():
+                sizes = bp.shapes[c]
+                plan = kernels.marginal_plan(sizes, [frozenset(range(len(sizes))) - set(t.axes) for t in ts])
+                base = len(ident)
+                for axes, src, k in plan:
+                    keep = tuple(sizes[i] if i in axes else 1 for i in range(len(sizes)))
+                    a, b = (ts[k].a, ts[k].b) if k is not None else (0.0, np.zeros(keep))
+                    if src < 0:
+                        ident.append((int(o[c]), int(o[c + 1] - o[c]), cell_map(c, keep), a, b))
+                    else:
+                        ident.append((None, base + src, _sub_map(sizes, plan[src][0], axes), a, b))
             mat = [(int(o[t.clique]), int(o[t.clique + 1] - o[t.clique]), cell_map(t.clique, t.shape), t.Q, t.y)
                    for t in self.subs]  # fmt: skip
             self._kernel = kernels.L2Terms(ident, mat)
@@ -663,7 +685,10 @@ def _estimate(
         if not np.isfinite(s.eta) or s.eta <= 0:
             raise ValueError(f"step_size must be finite and > 0, got {step_size!r}")
     elif warm_start is not None and "step_size" in warm_start.stats:
-        s.eta = float(warm_start.stats["step_size"])
+        # the last fit's step, but never below the default 1/Lip: a fit that ended at its
+        # numerical optimum has halved its step towards zero (Armijo fails on rounding), and
+        # the next fit would spend most of its iterations growing it back
+        s.eta = max(float(warm_start.stats["step_size"]), 1.0 / max(obj.lipschitz, 1e-300))
     else:
         s.eta = 1.0 / max(obj.lipschitz, 1e-300)
     smooth = obj.loss == "l2"

@@ -24,11 +24,13 @@ saves.
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
+from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["AVAILABLE", "EdgeIndex", "calibrate_flat"]
+__all__ = ["AVAILABLE", "EdgeIndex", "calibrate_flat", "l1_product", "marginal_plan"]
 
 #: numba installed and not disabled by ``MARGSYNTH_NUMBA=0``; numba itself is imported (about
 #: a second) and the kernels compiled (a few seconds, then cached on disk) on first use only
@@ -43,8 +45,10 @@ WORTH = 2_000_000
 
 def worth(iterations: int, cells: int) -> bool:
     """Whether a fit of ``iterations`` iterations on a model of ``cells`` cells should use
-    the compiled kernels."""
-    return AVAILABLE and iterations * cells >= WORTH
+    the compiled kernels: when the fit is large enough to pay for loading them, or when
+    this process has loaded them already (a sequence of fits such as AIM's rounds: the
+    small early fits then run compiled too, they cost nothing more to load)."""
+    return AVAILABLE and (iterations * cells >= WORTH or bool(_JIT))
 
 
 def _jit(func):
@@ -217,9 +221,13 @@ def calibrate_flat(ix: EdgeIndex, theta: np.ndarray, out: np.ndarray, log_floor:
 def _l2_terms(p, G, terms, cmap, perm, seg, ps, g, a, b, a_inv, q_ptr, q_idx, q_val, qt_ptr, qt_idx, qt_val, y, r):
     """The sub-clique terms of the L2 objective of :class:`~.estimation.Objective`.
 
-    ``terms[k] = (co, cn, mo, fo, m, kind, ro, rows, pr, pt)``: the term's clique cells
-    ``p[co: co + cn]``, ``cmap[mo + i]`` the marginal cell of clique cell ``i``, its marginal
-    cells ``ps[fo: fo + m]``. Identity terms (``kind == 0``): ``g = a*ps - b``, loss
+    ``terms[k] = (co, cn, mo, fo, m, kind, ro, rows, pr, pt, src)``: the term's source cells
+    ``p[co: co + cn]`` (``src == 0``: a clique) or ``ps[co: co + cn]`` (``src == 1``: the
+    marginal of an earlier term over a superset of its attributes, see
+    :func:`marginal_plan`), ``cmap[mo + i]`` the marginal cell of source cell ``i``, its
+    marginal cells ``ps[fo: fo + m]``. Terms come sources first; the gradient flows back
+    in reverse order (a term's gradient is complete when it is passed on to its source).
+    Terms with ``a = b = 0`` are pure intermediates (no loss). Identity terms (``kind == 0``): ``g = a*ps - b``, loss
     ``0.5 g^2 / a``. Matrix terms (``kind == 1``): ``r = Q ps - y`` (``rows`` rows from
     ``y[ro:]``; CSR row pointers ``q_ptr[pr: pr + rows + 1]``, absolute), loss
     ``0.5 r^2``, ``g = Q^T r`` (CSR of ``Q^T``: ``qt_ptr[pt: pt + m + 1]``). The gradient
@@ -231,11 +239,18 @@ def _l2_terms(p, G, terms, cmap, perm, seg, ps, g, a, b, a_inv, q_ptr, q_idx, q_
     # accumulated in a register rather than scattered
     for k in range(terms.shape[0]):
         co, mo, fo, m = terms[k, 0], terms[k, 2], terms[k, 3], terms[k, 4]
-        for j in range(m):
-            acc = 0.0
-            for i in range(seg[fo + j + k], seg[fo + j + k + 1]):
-                acc += p[co + perm[mo + i]]
-            ps[fo + j] = acc
+        if terms[k, 10] == 0:
+            for j in range(m):
+                acc = 0.0
+                for i in range(seg[fo + j + k], seg[fo + j + k + 1]):
+                    acc += p[co + perm[mo + i]]
+                ps[fo + j] = acc
+        else:
+            for j in range(m):
+                acc = 0.0
+                for i in range(seg[fo + j + k], seg[fo + j + k + 1]):
+                    acc += ps[co + perm[mo + i]]
+                ps[fo + j] = acc
     for k in range(terms.shape[0]):
         fo, m, kind = terms[k, 3], terms[k, 4], terms[k, 5]
         if kind == 0:
@@ -257,17 +272,70 @@ def _l2_terms(p, G, terms, cmap, perm, seg, ps, g, a, b, a_inv, q_ptr, q_idx, q_
                 for e in range(qt_ptr[pt + j], qt_ptr[pt + j + 1]):
                     acc += qt_val[e] * r[ro + qt_idx[e]]
                 g[fo + j] = acc
-    for k in range(terms.shape[0]):
+    for k in range(terms.shape[0] - 1, -1, -1):
         co, cn, mo, fo = terms[k, 0], terms[k, 1], terms[k, 2], terms[k, 3]
-        for i in range(cn):
-            G[co + i] += g[fo + cmap[mo + i]]
+        if terms[k, 10] == 0:
+            for i in range(cn):
+                G[co + i] += g[fo + cmap[mo + i]]
+        else:
+            for i in range(cn):
+                g[co + i] += g[fo + cmap[mo + i]]
     return val
+
+
+def marginal_plan(sizes: Sequence[int], kept: Sequence[frozenset]) -> list[tuple[frozenset, int, int | None]]:
+    """The order in which to sum a clique's table (axis sizes ``sizes``) down to the
+    marginals over the axis sets ``kept`` (proper subsets of the clique's axes), sharing
+    intermediate tables: returns ``(axes, source, term)`` in topological order, ``source``
+    the index of an earlier entry (``-1``: the clique), ``term`` the index into ``kept``
+    or ``None`` for an intermediate that is no term. A sum reads every cell of its source
+    once (and the gradient flows back the same way), so a plan costs the sum of its
+    sources' cells. Greedy: from a source, the terms that miss some axis ``a`` are served
+    by one intermediate over the union of their axes when that is cheaper than reading
+    the source once per term; recursively, the best ``a`` first. (The data-cube problem
+    of computing many group-bys from one table: S. Agarwal, R. Agrawal, P. Deshpande,
+    A. Gupta, J. F. Naughton, R. Ramakrishnan and S. Sarawagi, "On the computation of
+    multidimensional aggregates", VLDB 1996 — here a simple greedy.)"""
+    sizes = [int(x) for x in sizes]
+
+    def cells(axes) -> int:
+        return math.prod(sizes[i] for i in axes)
+
+    out: list[tuple[frozenset, int, int | None]] = []
+
+    def place(src_axes: frozenset, src: int, items: list[tuple[frozenset, int]]) -> None:
+        remaining = list(items)
+        while len(remaining) >= 2:
+            best = None
+            for a in sorted(src_axes):
+                group = [it for it in remaining if a not in it[0]]
+                if len(group) < 2:
+                    continue
+                union = frozenset().union(*(it[0] for it in group))
+                saving = len(group) * cells(src_axes) - cells(src_axes) - len(group) * cells(union)
+                if saving > 0 and (best is None or saving > best[0]):
+                    best = (saving, union, group)
+            if best is None:
+                break
+            _, union, group = best
+            remaining = [it for it in remaining if it not in group]
+            hub = next((it for it in group if it[0] == union), None)
+            out.append((union, src, None if hub is None else hub[1]))
+            place(union, len(out) - 1, [it for it in group if it is not hub])
+        for axes, t in remaining:
+            out.append((axes, src, t))
+
+    full = frozenset(range(len(sizes)))
+    place(full, -1, [(frozenset(k), t) for t, k in enumerate(kept)])
+    return out
 
 
 class L2Terms:
     """The packed arrays of :func:`_l2_terms` for one objective: ``add(p, G) -> loss``.
 
-    ``identity`` is a list of ``(clique offset, clique cells, marginal-cell map, a, b)``,
+    ``identity`` is a list of ``(clique offset, clique cells, marginal-cell map, a, b)`` or
+    ``(None, source, map, a, b)`` with ``source`` the index of an earlier identity entry whose
+    marginal the map reads (``a = 0``, ``b = 0``: an intermediate without loss);
     ``matrix`` of ``(clique offset, clique cells, marginal-cell map, Q (CSR), y)``.
     """
 
@@ -276,7 +344,13 @@ class L2Terms:
         mo = fo = ro = pr = pt = qe = te = 0
         for co, cn, cmap, a, b in identity:
             m = int(cmap.max()) + 1 if cmap.size else 0
-            rows.append((co, cn, mo, fo, m, 0, 0, 0, 0, 0))
+            src = 0
+            if co is None:  # another term's marginal is the source
+                _, _, _, co, cn = rows[cn][:5]
+                src = 1
+                if cmap.size != cn:
+                    raise ValueError("intermediate map does not match its source term")
+            rows.append((co, cn, mo, fo, m, 0, 0, 0, 0, 0, src))
             cmaps.append(cmap)
             a_l.append(np.broadcast_to(np.asarray(a, dtype=np.float64), (m,)))
             b_l.append(np.asarray(b, dtype=np.float64).ravel())
@@ -286,7 +360,7 @@ class L2Terms:
             m = Q.shape[1]
             Q = Q.tocsr()
             QT = Q.T.tocsr()
-            rows.append((co, cn, mo, fo, m, 1, ro, Q.shape[0], pr, pt))
+            rows.append((co, cn, mo, fo, m, 1, ro, Q.shape[0], pr, pt, 0))
             cmaps.append(cmap)
             a_l.append(np.zeros(m))
             b_l.append(np.zeros(m))
@@ -308,7 +382,7 @@ class L2Terms:
             te += QT.nnz
         i64 = lambda parts: np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)  # noqa: E731
         f64 = lambda parts: np.concatenate(parts).astype(np.float64) if parts else np.zeros(0)  # noqa: E731
-        self.terms = np.asarray(rows, dtype=np.int64).reshape(-1, 10)
+        self.terms = np.asarray(rows, dtype=np.int64).reshape(-1, 11)
         self.cmap = i64(cmaps)
         # the same maps grouped by marginal cell: perm (clique cells, stable order) and the
         # group starts seg (term k's m + 1 pointers at seg[fo_k + k:], relative to its perm)
@@ -351,3 +425,104 @@ class L2Terms:
                 self.r,
             )  # fmt: skip
         )
+
+
+def _l1_product(y, shape, flat, offsets, strides, fl, scale):
+    """``sum_x |y[x] - scale * prod_f F_f[x]|`` over the cells ``x`` of ``shape`` (C order),
+    each factor ``F_f`` stored at ``flat[offsets[f]:]`` and indexed through ``strides[f]``
+    (0 on the axes it does not have). Factor ``fl`` owns the last axis with stride 1, so the
+    inner loop runs over contiguous memory of ``y`` and of that factor."""
+    d = shape.size
+    k = offsets.size - 1
+    last = shape[d - 1]
+    outer = y.size // last if last > 0 else 0
+    idx = np.zeros(d, np.int64)
+    pos = np.zeros(k, np.int64)
+    total = 0.0
+    cell = 0
+    for _ in range(outer):
+        base = scale
+        for f in range(k):
+            if f != fl:
+                base *= flat[offsets[f] + pos[f]]
+        start = offsets[fl] + pos[fl]
+        a0 = a1 = a2 = a3 = 0.0  # four running sums: independent additions pipeline
+        j = 0
+        while j + 4 <= last:
+            a0 += abs(y[cell + j] - base * flat[start + j])
+            a1 += abs(y[cell + j + 1] - base * flat[start + j + 1])
+            a2 += abs(y[cell + j + 2] - base * flat[start + j + 2])
+            a3 += abs(y[cell + j + 3] - base * flat[start + j + 3])
+            j += 4
+        while j < last:
+            a0 += abs(y[cell + j] - base * flat[start + j])
+            j += 1
+        total += (a0 + a1) + (a2 + a3)
+        cell += last
+        j = d - 2  # odometer over the leading axes
+        while j >= 0:
+            idx[j] += 1
+            for f in range(k):
+                pos[f] += strides[f, j]
+            if idx[j] < shape[j]:
+                break
+            for f in range(k):
+                pos[f] -= strides[f, j] * shape[j]
+            idx[j] = 0
+            j -= 1
+    return total
+
+
+#: below this many cells :func:`l1_product` uses numpy (the compiled call's set-up costs more)
+L1_SMALL = 4096
+
+
+def l1_product(y: np.ndarray, factors, axes, scale: float = 1.0) -> float:
+    """``||y - scale * (F_1 ⊗ ... ⊗ F_k)||_1`` without forming the product table.
+
+    ``y`` is a table (any shape, read in C order); ``factors[f]`` is a table over the axes
+    ``axes[f]`` of ``y`` (increasing; every axis of ``y`` belongs to exactly one factor).
+    One factor over all axes is a plain L1 distance. Used to score AIM's candidates
+    against a model whose marginal factors over independent components: the product of
+    two or three marginals of ~10^2 cells each spans up to 10^6 cells, which are then
+    read once instead of written, re-read and subtracted. Compiled when numba is
+    available and the table is large, else numpy broadcasting (same value up to the
+    order of additions)."""
+    shape = y.shape
+    d = len(shape)
+    owner = [-1] * d
+    for f, (fac, ax) in enumerate(zip(factors, axes)):
+        if list(ax) != sorted(ax) or fac.shape != tuple(shape[a] for a in ax):
+            raise ValueError(f"factor {f} does not match axes {list(ax)} of a table of shape {shape}")
+        for a in ax:
+            if owner[a] >= 0:
+                raise ValueError(f"axes of factor {f} overlap another factor's")
+            owner[a] = f
+    if -1 in owner:
+        raise ValueError("every axis of y must belong to one factor")
+    if d == 0 or y.size < L1_SMALL or not AVAILABLE:
+        prod = None
+        for fac, ax in zip(factors, axes):
+            full = [1] * d
+            for a in ax:
+                full[a] = shape[a]
+            t = fac.reshape(full)
+            prod = t if prod is None else prod * t
+        prod = scale * prod if prod is not None else np.full(shape, float(scale))
+        return float(np.abs(y - prod).sum())
+    k = len(factors)
+    flat = np.concatenate([f.ravel() for f in factors]).astype(np.float64, copy=False)
+    offsets = np.zeros(k + 1, np.int64)
+    strides = np.zeros((k, d), np.int64)
+    for f, (fac, ax) in enumerate(zip(factors, axes)):
+        offsets[f + 1] = offsets[f] + fac.size
+        st = 1
+        for a in reversed(list(ax)):
+            strides[f, a] = st
+            st *= shape[a]
+    return float(
+        _jit(_l1_product)(
+            np.ascontiguousarray(y).ravel(), np.asarray(shape, np.int64), flat, offsets,
+            strides, owner[d - 1], float(scale),
+        )  # fmt: skip
+    )
