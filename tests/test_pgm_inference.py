@@ -214,8 +214,20 @@ def _greedy_elimination(dom, adj, heuristic):
     return order, {c for c in formed if not any(c < d for d in formed)}
 
 
+@pytest.mark.parametrize("compiled", [True, False])
 @pytest.mark.parametrize("heuristic", HEURISTICS)
-def test_triangulate_makes_the_choices_of_plain_greedy_elimination(heuristic):
+def test_triangulate_makes_the_choices_of_plain_greedy_elimination(heuristic, compiled, monkeypatch):
+    from margsynth.inference.pgm import kernels
+
+    if compiled:
+        if not kernels.AVAILABLE:
+            pytest.skip("numba not available")
+        kernels._jit(kernels._eliminate)  # loaded: triangulate runs the compiled loop
+        used = []
+        real = kernels.eliminate
+        monkeypatch.setattr(kernels, "eliminate", lambda *a: used.append(1) or real(*a))
+    else:
+        monkeypatch.setattr(kernels, "eliminate", lambda *a: None)
     rng = np.random.default_rng(11)
     for _ in range(150):
         n = int(rng.integers(1, 13))
@@ -231,6 +243,8 @@ def test_triangulate_makes_the_choices_of_plain_greedy_elimination(heuristic):
         want_order, want_cliques = _greedy_elimination(dom, adj, heuristic)
         assert order == want_order
         assert set(cliques) == want_cliques
+    if compiled:
+        assert used
 
 
 def test_min_fill_on_a_cycle_adds_the_minimum_chords():

@@ -114,8 +114,8 @@ def test_small_fits_stay_on_numpy(monkeypatch):
     monkeypatch.setattr(kernels, "WORTH", 2_000_000)
     kernels._JIT["_calibrate"] = object()  # loaded: the next small fit runs compiled
     calls.clear()
-    estimate(dom, ms, iters=10)
-    assert {f.__name__ for f in calls} == {"_calibrate", "_l2_terms"}
+    estimate(dom, ms, iters=10)  # (and so does its triangulation, _eliminate)
+    assert {"_calibrate", "_l2_terms"} <= {f.__name__ for f in calls}
 
 
 def _objective_problem(seed):

@@ -24,6 +24,7 @@ import networkx as nx
 import numpy as np
 
 from ...domain import Domain
+from . import kernels
 
 __all__ = [
     "JunctionTree",
@@ -42,8 +43,27 @@ class ModelTooLargeError(ValueError):
     """The junction tree would exceed the caller's memory limit."""
 
 
+_TABLES: dict[int, tuple[Domain, dict[str, int], dict[str, int]]] = {}
+
+
+def _tables(domain: Domain) -> tuple[dict[str, int], dict[str, int]]:
+    """``(rank, size)`` of every attribute of ``domain`` as plain dicts (hot loops of the
+    triangulation look them up tens of thousands of times per AIM round)."""
+    hit = _TABLES.get(id(domain))
+    if hit is None or hit[0] is not domain:
+        if len(_TABLES) > 64:
+            _TABLES.clear()
+        hit = _TABLES[id(domain)] = (
+            domain,
+            {a: i for i, a in enumerate(domain.names)},
+            {a: domain[a].size for a in domain.names},
+        )
+    return hit[1], hit[2]
+
+
 def _cells(domain: Domain, attrs: Iterable[str]) -> int:
-    return math.prod(domain[a].size for a in attrs)
+    size = _tables(domain)[1]
+    return math.prod(size[a] for a in attrs)
 
 
 def _model_graph(domain: Domain, cliques: Iterable[Sequence[str]]) -> dict[str, set[str]]:
@@ -68,37 +88,9 @@ def _bits(mask: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-def triangulate(domain: Domain, graph, heuristic: str = "min_fill") -> tuple[list[str], list[frozenset]]:
-    """Greedy vertex elimination (Koller & Friedman 2009, Alg. 9.4).
-
-    At each step eliminate the vertex with the best score, connect its
-    remaining neighbours (the fill-in) and record the clique it formed.
-    Scores: ``min_fill`` (fewest fill edges, ties by clique cells),
-    ``weighted_min_fill`` (fill edges weighted by the product of their
-    endpoints' domain sizes), ``min_weight`` (fewest cells in the formed
-    clique). Ties are broken by domain order, so the result is deterministic.
-
-    ``graph`` is a networkx graph or a dict of adjacency sets. Returns the
-    elimination order and the maximal cliques of the chordal completion.
-    """
-    if heuristic not in HEURISTICS:
-        raise ValueError(f"unknown triangulation heuristic {heuristic!r}; choose from {HEURISTICS}")
-    if isinstance(graph, nx.Graph):
-        adj = {v: set(graph.neighbors(v)) for v in graph.nodes}
-    else:
-        adj = graph
-    # vertices as bit positions in domain order (the tie-break rank), neighbourhoods as
-    # bitmasks: the same choices as a loop over sets of names, several times faster (the
-    # scores are integers, summed exactly in any order)
-    names = sorted(adj, key=domain.index)
-    bit = {v: i for i, v in enumerate(names)}
-    size = [domain[v].size for v in names]
-    nbm = [0] * len(names)
-    for v, nb in adj.items():
-        m = 0
-        for u in nb:
-            m |= 1 << bit[u]
-        nbm[bit[v]] = m & ~(1 << bit[v])
+def _eliminate(names: list[str], nbm: list[int], size: list[int], heuristic: str) -> tuple[list[str], list[frozenset]]:
+    """The greedy elimination loop of :func:`triangulate` in Python (bitmask neighbourhoods
+    ``nbm``, modified in place); :func:`~.kernels.eliminate` is the compiled twin."""
     weighted = heuristic == "weighted_min_fill"
     n = len(names)
 
@@ -140,6 +132,52 @@ def triangulate(domain: Domain, graph, heuristic: str = "min_fill") -> tuple[lis
         for v in _bits(dirty):
             if v in remaining:
                 keys[v] = score(v)
+    return order, formed
+
+
+def triangulate(domain: Domain, graph, heuristic: str = "min_fill") -> tuple[list[str], list[frozenset]]:
+    """Greedy vertex elimination (Koller & Friedman 2009, Alg. 9.4).
+
+    At each step eliminate the vertex with the best score, connect its
+    remaining neighbours (the fill-in) and record the clique it formed.
+    Scores: ``min_fill`` (fewest fill edges, ties by clique cells),
+    ``weighted_min_fill`` (fill edges weighted by the product of their
+    endpoints' domain sizes), ``min_weight`` (fewest cells in the formed
+    clique). Ties are broken by domain order, so the result is deterministic.
+
+    ``graph`` is a networkx graph or a dict of adjacency sets. Returns the
+    elimination order and the maximal cliques of the chordal completion.
+    """
+    if heuristic not in HEURISTICS:
+        raise ValueError(f"unknown triangulation heuristic {heuristic!r}; choose from {HEURISTICS}")
+    if isinstance(graph, nx.Graph):
+        adj = {v: set(graph.neighbors(v)) for v in graph.nodes}
+    else:
+        adj = graph
+    # vertices as bit positions in domain order (the tie-break rank), neighbourhoods as
+    # bitmasks: the same choices as a loop over sets of names, several times faster (the
+    # scores are integers, summed exactly in any order)
+    rank, sizes = _tables(domain)
+    try:
+        names = sorted(adj, key=rank.__getitem__)
+    except KeyError:
+        names = sorted(adj, key=domain.index)  # raises the domain's error for an unknown name
+    bit = {v: i for i, v in enumerate(names)}
+    size = [sizes[v] for v in names]
+    nbm = [0] * len(names)
+    for v, nb in adj.items():
+        m = 0
+        for u in nb:
+            m |= 1 << bit[u]
+        nbm[bit[v]] = m & ~(1 << bit[v])
+    fast = kernels.eliminate(nbm, size, HEURISTICS.index(heuristic))
+    if fast is not None:
+        order_i, formed_m = fast
+        order = [names[v] for v in order_i]
+        formed = [frozenset(names[a] for a in _bits(m)) for m in formed_m]
+    else:
+        order, formed = _eliminate(names, nbm, size, heuristic)
+
     # keep the maximal ones
     formed_sorted = sorted(set(formed), key=len, reverse=True)
     maximal: list[frozenset] = []

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["AVAILABLE", "EdgeIndex", "calibrate_flat", "l1_product", "marginal_plan"]
+__all__ = ["AVAILABLE", "EdgeIndex", "calibrate_flat", "eliminate", "l1_product", "marginal_plan"]
 
 #: numba installed and not disabled by ``MARGSYNTH_NUMBA=0``; numba itself is imported (about
 #: a second) and the kernels compiled (a few seconds, then cached on disk) on first use only
@@ -526,3 +526,61 @@ def l1_product(y: np.ndarray, factors, axes, scale: float = 1.0) -> float:
             strides, owner[d - 1], float(scale),
         )  # fmt: skip
     )
+
+
+def _eliminate(nbm, size, heuristic, order, formed):
+    """Greedy vertex elimination on bitmask neighbourhoods (vertex ``v`` is bit ``v``, in
+    tie-break order): the loop of :func:`~.junction_tree.triangulate`, compiled.
+    ``heuristic``: 0 min_fill, 1 weighted_min_fill, 2 min_weight. Writes the elimination
+    order and each eliminated vertex's clique (mask) into ``order`` and ``formed``."""
+    n = size.shape[0]
+    remaining = (np.int64(1) << n) - 1
+    for step in range(n):
+        best = -1
+        bf = 0
+        bc = 0
+        for v in range(n):
+            if not (remaining >> v) & 1:
+                continue
+            nb = nbm[v]
+            cells = size[v]
+            fill = 0
+            for a in range(n):
+                if (nb >> a) & 1:
+                    cells *= size[a]
+                    if heuristic != 2:
+                        missing = nb & ~nbm[a] & ~(np.int64(1) << a)
+                        if missing:
+                            if heuristic == 1:
+                                w = 0
+                                for b in range(n):
+                                    if (missing >> b) & 1:
+                                        w += size[b]
+                                fill += size[a] * w
+                            else:
+                                while missing:
+                                    missing &= missing - 1
+                                    fill += 1
+            if best < 0 or fill < bf or (fill == bf and cells < bc):
+                best, bf, bc = v, fill, cells
+        nb = nbm[best]
+        for a in range(n):
+            if (nb >> a) & 1:
+                nbm[a] = (nbm[a] | nb) & ~(np.int64(1) << a) & ~(np.int64(1) << best)
+        order[step] = best
+        formed[step] = nb | (np.int64(1) << best)
+        remaining &= ~(np.int64(1) << best)
+
+
+def eliminate(nbm: list[int], size: list[int], heuristic: int) -> tuple[list[int], list[int]] | None:
+    """:func:`_eliminate` when the process has loaded the kernels (a fresh numba load
+    costs more than small triangulations) and every score fits an int64 exactly
+    (at most 40 vertices, at most 2^50 cells over all of them); else ``None`` (the caller
+    runs the same loop in Python). Ties fall to the lower vertex, as there."""
+    n = len(size)
+    if not (AVAILABLE and _JIT) or n > 40 or math.prod(size) >= 2**50:
+        return None
+    order = np.empty(n, np.int64)
+    formed = np.empty(n, np.int64)
+    _jit(_eliminate)(np.asarray(nbm, np.int64), np.asarray(size, np.int64), heuristic, order, formed)
+    return order.tolist(), formed.tolist()
