@@ -78,6 +78,14 @@ With these rows, at eps = 2.5 the ordering by tv-2way is PGM+AIM < Private-GSD <
 PGM+MST < GEM < Independent, and by sw-2way Private-GSD < PGM+AIM < PrivPGD < PGM+MST < RAP < GEM <
 Independent.
 
+PGM+AIM again, 2026-11-26 later, after AIM's defaults became 250 / 500 accelerated Private-PGM
+iterations per round / final fit (at least as converged as the authors' 1,000 / 2,500 of plain
+mirror descent, docs/notes/aim.md), one worker, load 1.2-1.7::
+
+     eps method        n  wall s  CPU s   +MiB             tv-2way             sw-2way    counting-queries
+       1 PGM+AIM       3      24     27    252     0.0411 ± 0.0008     0.0037 ± 0.0004     0.0207 ± 0.0010
+QB25_ROW
+
 Ordering vs the paper (PrivPGD usually best, Private-GSD competitive, RAP near PGM+AIM, GEM behind
 on TV): Private-GSD is best among the query-based methods and the best method on sw-2way and
 counting queries; PGM+AIM is best on tv-2way at both eps (at a cost of minutes to an hour of CPU);

@@ -109,9 +109,10 @@ class AIM:
         accelerated descent (:func:`~margsynth.inference.pgm.estimate`). The authors' code
         runs 1,000 and 2,500 iterations of *plain* mirror descent (Private-PGM's default
         engine); from the same warm start our descent reaches the loss of those 1,000 in
-        101–148 iterations and of those 2,500 in 179–245 (adult, ε = 1, seeds 0–2, every
-        round; ``benchmarks/bench_aim.py --convergence``), so these defaults fit at least
-        as closely as the published ones (``tests/test_aim.py`` checks it round by round).
+        99–203 iterations and of those 2,500 in 179–242 (adult, ε = 1, seeds 0–2, all 88
+        rounds; ``benchmarks/bench_aim.py --convergence``), so these defaults fit at least
+        as closely as the published ones (``tests/test_aim.py`` checks it round by round
+        on a small problem; docs/notes/aim.md).
     conversion:
         zCDP → (ε, δ) conversion for ρ (``"cks"``, as the authors; or ``"prop4"``).
     generator:

@@ -1,4 +1,8 @@
-"""Compiled sum-product kernel for :class:`~.inference.BeliefPropagation` (numba).
+"""Compiled kernels of the Private-PGM engine (numba): the sum-product passes of
+:class:`~.inference.BeliefPropagation` (:func:`calibrate_flat`), the L2 loss's sub-clique
+terms (:class:`L2Terms`, summed through shared intermediate tables, :func:`marginal_plan`),
+the L1 distance of a table to an outer product of marginals (:func:`l1_product`, AIM's
+candidate scores) and the greedy elimination loop of the triangulation (:func:`eliminate`).
 
 The numpy schedule of :meth:`~.inference.BeliefPropagation.calibrate` makes ~10 array
 calls per junction-tree edge; on the small trees that AIM and MST fit thousands of times
@@ -17,8 +21,9 @@ to rounding (``tests/test_pgm_kernels.py`` checks 1e-12 relative on random trees
 
 numba is a dependency of the package; ``MARGSYNTH_NUMBA=0`` in the environment (read at
 import) selects the numpy path everywhere, e.g. to compare the two. Small fits (``iterations
-x cells < WORTH``) use the numpy path anyway: there, importing numba would cost more than it
-saves.
+x cells < WORTH``) use the numpy path anyway unless the process has loaded the kernels
+already: there, importing numba would cost more than it saves. The elimination loop, too,
+runs compiled only in a process that has loaded the kernels (its results are identical).
 """
 
 from __future__ import annotations
@@ -108,8 +113,9 @@ class EdgeIndex:
         as64 = lambda v: np.asarray(v, dtype=np.int64)  # noqa: E731
         self.c_off, self.c_len, self.p_off, self.p_len = as64(c_off), as64(c_len), as64(p_off), as64(p_len)
         self.s_off, self.s_len, self.ci, self.pi = as64(s_off), as64(s_len), as64(ci), as64(pi)
-        self.cidx = np.concatenate(cidx) if cidx else np.zeros(0, np.int64)
-        self.pidx = np.concatenate(pidx) if pidx else np.zeros(0, np.int64)
+        # int32 separator indices: half the bytes of the passes that gather and scatter
+        self.cidx = (np.concatenate(cidx) if cidx else np.zeros(0, np.int64)).astype(np.int32)
+        self.pidx = (np.concatenate(pidx) if pidx else np.zeros(0, np.int64)).astype(np.int32)
         self.root_off = int(offsets[tree.root])
         self.root_len = int(offsets[tree.root + 1] - offsets[tree.root])
         self.n_sep = s_pos
