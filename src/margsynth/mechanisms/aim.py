@@ -323,7 +323,12 @@ class AIM:
             # MEASURE
             n_cl = answers[cl].size
             y = gaussian_mechanism(
-                answers[cl].astype(np.float64), sigma=sigma, l2_sensitivity=1.0, rng=rng, ledger=ledger, label=f"measure {cl}"
+                answers[cl].astype(np.float64),
+                sigma=sigma,
+                l2_sensitivity=1.0,
+                rng=rng,
+                ledger=ledger,
+                label=f"measure {cl}",
             )
             noisy.append(NoisyMarginal(cl, y, sigma))
             measured.append(cl)

@@ -113,8 +113,10 @@ def _sub_map(sizes: Sequence[int], source: frozenset, axes: frozenset) -> np.nda
     """For each cell of the marginal over the clique axes ``source`` (C order), its cell in
     the marginal over ``axes`` (a subset)."""
     src = sorted(source)
-    idx = np.indices([sizes[i] for i in src]).reshape(len(src), -1)
+    idx = np.indices([sizes[i] for i in src], dtype=np.int64).reshape(len(src), -1)
     keep = sorted(axes)
+    if not keep:  # the total: every cell maps to the one marginal cell
+        return np.zeros(idx.shape[1], dtype=np.int64)
     return np.ravel_multi_index([idx[src.index(i)] for i in keep], [sizes[i] for i in keep]).astype(np.int64)
 
 
@@ -214,9 +216,8 @@ class Objective:
         def cell_map(c: int, shape: tuple[int, ...]) -> np.ndarray:
             """For each cell of clique ``c`` (flat, C order), its cell in the sub-clique
             marginal of keepdims ``shape``."""
-            idx = np.indices(bp.shapes[c]).reshape(len(bp.shapes[c]), -1)
-            kept = tuple(idx[k] if shape[k] > 1 else np.zeros_like(idx[k]) for k in range(len(shape)))
-            return np.ravel_multi_index(kept, shape).astype(np.int64)
+            sizes = bp.shapes[c]
+            return _sub_map(sizes, frozenset(range(len(sizes))), frozenset(k for k, n in enumerate(shape) if n > 1))
 
         # compiled (numba) path for the L2 loss: every sub-clique term, identity or matrix, in
         # one kernel call (:class:`~.kernels.L2Terms`); the numpy/scipy path below otherwise
