@@ -208,3 +208,32 @@ def test_splice_clique_is_a_valid_junction_tree(seed):
         if tree.find_clique(new) is None:
             # the spliced structure is a junction tree estimate can use directly
             assert build_junction_tree(dom, out).cells <= cells
+
+
+@pytest.mark.parametrize("kind", ["identity", "sparse", "callable"])
+def test_reported_gap_is_the_smaller_of_frank_wolfe_and_the_scaled_dual_bound(kind):
+    """The certificate is min(G_FW, R/2 - c^2/(2R)) (c = R - G_FW > 0, else R/2), R/2 = L - K:
+    never above the Frank-Wolfe gap nor above L - K, at most half of G_FW once G_FW >= R."""
+    from margsynth.inference.pgm.estimation import Objective, _Evaluator, _Iterate
+    from margsynth.inference.pgm.measurement import compile_measurements
+
+    dom, ms = _tiny_problem(kind)
+    compiled = compile_measurements(dom, ms)
+    bp = BeliefPropagation(build_junction_tree(dom, [m.attrs for m in compiled]))
+    obj = Objective(bp, compiled, 100.0, "l2", kernel=False)
+    rng = np.random.default_rng(0)
+    seen_far = False
+    for scale in (0.0, 0.5, 3.0, 10.0):
+        s = _Iterate(_Evaluator(bp, obj), rng.normal(scale=scale, size=bp.size))
+        fw = max(float(s.G @ s.p) + bp.max_product(bp.views(-s.G)), 0.0)
+        half_r = s.val - obj.const - obj._sub_const
+        g = s.gap()
+        assert g <= fw + 1e-9 * max(1.0, fw)
+        assert g <= half_r + 1e-9 * max(1.0, half_r)
+        c = 2 * half_r - fw
+        want = min(fw, half_r - c * c / (4 * half_r)) if c > 0 else half_r
+        assert g == pytest.approx(want, rel=1e-12, abs=1e-12)
+        if fw >= 2 * half_r:
+            seen_far = True
+            assert g <= fw / 2 + 1e-9
+    assert seen_far  # a far-from-optimal iterate, where the dual bound is the tighter one

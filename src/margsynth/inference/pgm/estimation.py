@@ -418,9 +418,10 @@ def estimate(
     Frank–Wolfe duality gap ``max_{s in M} <grad L(mu), mu - s>`` over the
     marginal polytope ``M`` of the junction tree, computed with one
     max-product pass (a linear function over ``M`` is minimised at a point
-    mass, the MAP assignment of the potentials ``-grad L``). ``L`` is convex
-    in ``mu``, so ``loss - gap <= min_M L <= loss``: the estimate is certified
-    within ``gap`` of the optimum of Eq. (4.2).
+    mass, the MAP assignment of the potentials ``-grad L``), or for the L2 loss
+    the smaller Fenchel-dual bound of the same pass along the scaled residual
+    (docs/notes/aim.md). ``L`` is convex in ``mu``, so ``loss - gap <= min_M L
+    <= loss``: the estimate is certified within ``gap`` of the optimum of Eq. (4.2).
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -493,11 +494,24 @@ class _Iterate:
         the minimum over the polytope's vertices (point masses) found by one max-product
         pass on ``-G`` (:meth:`~.inference.BeliefPropagation.max_product`). By convexity
         of ``L``, ``L(mu) - L* <= gap`` (Jaggi, ICML 2013, "Revisiting Frank-Wolfe", §2;
-        for the L1 loss with its subgradient, the same inequality)."""
+        for the L1 loss with its subgradient, the same inequality). For the L2 loss the
+        result is capped by the dual bound below (never above ``L - K``)."""
         bp = self.ev.bp
         lin = float(self.G @ self.p)
         best = bp.max_product(bp.views(np.negative(self.G)))  # max_x sum_C -G_C(x_C)
-        return max(lin + best, 0.0)
+        fw = max(lin + best, 0.0)
+        obj = self.ev.obj
+        if obj.loss != "l2":
+            return fw
+        # the L2 loss is K + 0.5||A mu - b||^2 (K: the constants of merged repeated
+        # measurements); its Fenchel dual at the scaled residual t*r bounds L* from below by
+        # K + c^2 / (2R) (t = c/R, c = R - fw, R = ||r||^2 = 2(L - K)), and by K (t = 0): at
+        # most half the Frank-Wolfe gap when that is large, never more than L - K
+        # (Borwein & Lewis, "Convex Analysis and Nonlinear Optimization", 2006, Thm 3.3.5)
+        half_r = max(self.val - obj.const - obj._sub_const, 0.0)  # R / 2
+        c = 2.0 * half_r - fw
+        scaled = half_r - c * c / (4.0 * half_r) if c > 0 and half_r > 0 else half_r
+        return max(min(fw, scaled), 0.0)
 
     def accept(self, new_val: float) -> None:
         """The trial point ``*_new`` becomes the iterate."""
