@@ -420,8 +420,9 @@ def estimate(
     max-product pass (a linear function over ``M`` is minimised at a point
     mass, the MAP assignment of the potentials ``-grad L``), or for the L2 loss
     the smaller Fenchel-dual bound of the same pass along the scaled residual
-    (docs/notes/aim.md). ``L`` is convex in ``mu``, so ``loss - gap <= min_M L
-    <= loss``: the estimate is certified within ``gap`` of the optimum of Eq. (4.2).
+    (docs/notes/aim.md). ``L`` is convex in ``mu``, so
+    ``loss - gap <= min_M L <= loss``: the estimate is certified within ``gap``
+    of the optimum of Eq. (4.2).
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
