@@ -39,17 +39,19 @@ With ``--before-src DIR`` a third path, ``before``, runs ``AIM()`` from another 
 Run: ``python benchmarks/bench_aim.py --seeds 0 1 2 [--paths reference fast] [--convergence]
 [--before-src DIR] [--mst] [--verbose]``.
 
-Measured 2026-11-26 on the project's 2-core machine, quiet (load ~1), this script::
+Measured 2026-11-26 11:13 UTC on the project's 2-core machine, quiet (load ~1), this script
+at the commit that added these lines::
 
-    reference seed=0: tv-3way 0.0934  40.3 s wall  41.4 s CPU  peak 365 MiB  28 rounds
-    fast      seed=0: tv-3way 0.0931   9.9 s wall  11.2 s CPU  peak 392 MiB  same 28 selections
-    reference seed=1: tv-3way 0.0909  61.4 s wall  62.5 s CPU  peak 376 MiB  28 rounds
-    fast      seed=1: tv-3way 0.0880  17.7 s wall  19.4 s CPU  peak 449 MiB  differ from round 25
-    reference seed=2: tv-3way 0.0929  83.8 s wall  85.4 s CPU  peak 380 MiB  32 rounds
-    fast      seed=2: tv-3way 0.0931  19.5 s wall  21.5 s CPU  peak 411 MiB  differ from round 31
-    speed-up (reference / fast): CPU 3.63x (3.69, 3.23, 3.97), wall 3.94x
+    reference seed=0: tv-3way 0.0934  42.7 s wall  43.2 s CPU  peak 365 MiB  28 rounds
+    fast      seed=0: tv-3way 0.0931  10.0 s wall  11.2 s CPU  peak 392 MiB  same 28 selections
+    reference seed=1: tv-3way 0.0909  63.1 s wall  64.6 s CPU  peak 376 MiB  28 rounds
+    fast      seed=1: tv-3way 0.0880  16.2 s wall  17.9 s CPU  peak 448 MiB  differ from round 25
+    reference seed=2: tv-3way 0.0929  85.0 s wall  86.7 s CPU  peak 380 MiB  32 rounds
+    fast      seed=2: tv-3way 0.0931  23.6 s wall  24.4 s CPU  peak 411 MiB  differ from round 31
+    speed-up (reference / fast): CPU 3.67x (3.84, 3.62, 3.56), wall 3.93x
 
-and ``--paths fast --convergence`` (times then include the published estimator's fits)::
+(an earlier quiet run the same day: fast 9.9 / 17.7 / 19.5 s wall), and
+``--paths fast --convergence`` (times then include the published estimator's fits)::
 
     seed=0: rounds: ours reach the published loss after 104-151 of our 250 iterations; worse in 0 of 28
             final:  242 of our 500; worse in 0 of 1
