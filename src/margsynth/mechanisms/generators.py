@@ -66,13 +66,15 @@ class PGMGenerator:
     """Private-PGM: fit a graphical model to the noisy marginals (Eq. 4.2, ``iters``
     mirror-descent steps), then Algorithms 7–8. A junction tree larger than
     ``memory_limit_mb`` MiB is refused (:class:`~margsynth.inference.pgm.ModelTooLargeError`,
-    a ``ValueError``) before it is allocated; ``None``: no limit. ``rtol``: stop the fit
-    early once its loss stalls (see :func:`~margsynth.inference.pgm.estimate`); ``None``:
-    all ``iters``."""
+    a ``ValueError``) before it is allocated; ``None``: no limit. ``gap_tol``: stop the fit
+    as soon as its certified gap is at most ``gap_tol`` times its loss (a certified stop);
+    ``rtol``: once its loss stalls (an uncertified one); see
+    :func:`~margsynth.inference.pgm.estimate`. ``None``: all ``iters``."""
 
     iters: int = 1000
     memory_limit_mb: float | None = None
     rtol: float | None = None
+    gap_tol: float | None = None
 
     name: ClassVar[str] = "pgm"
 
@@ -85,11 +87,12 @@ class PGMGenerator:
             isinstance(mb, bool) or not isinstance(mb, (int, float)) or not mb > 0 or not math.isfinite(mb)
         ):
             raise ValueError(f"memory_limit_mb must be a finite number > 0 or None, got {mb!r}")
-        r = self.rtol
-        if r is not None and (
-            isinstance(r, bool) or not isinstance(r, (int, float)) or not math.isfinite(r) or r < 0
-        ):
-            raise ValueError(f"rtol must be a finite number >= 0 or None, got {r!r}")
+        for field in ("rtol", "gap_tol"):
+            r = getattr(self, field)
+            if r is not None and (
+                isinstance(r, bool) or not isinstance(r, (int, float)) or not math.isfinite(r) or r < 0
+            ):
+                raise ValueError(f"{field} must be a finite number >= 0 or None, got {r!r}")
 
     def check_size(self, domain: Domain, cliques: Sequence[Sequence[str]]) -> float:
         """The junction tree's size in MiB; ``ModelTooLargeError`` over ``memory_limit_mb``
@@ -124,6 +127,8 @@ class PGMGenerator:
             kw["extra_cliques"] = [tuple(c) for c in extra_cliques]
         if self.rtol is not None:
             kw["rtol"] = float(self.rtol)
+        if self.gap_tol is not None:
+            kw["gap_tol"] = float(self.gap_tol)
         if self.memory_limit_mb is not None:
             self.check_size(domain, marginals.cliques)
             kw["memory_limit_mb"] = self.memory_limit_mb

@@ -200,6 +200,22 @@ class BeliefPropagation:
         return value, x
 
 
+    def max_marginals(self, theta: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Per clique ``C``, the max-marginal ``max_{x' : x'_C = x_C} sum_D theta_D(x'_D)``
+        (a table over ``C``'s cells; Koller & Friedman 2009, §13.3.1: max-sum calibration of a
+        clique tree). The collect pass of :meth:`max_product`, then a distribute pass that
+        sends each child the maximum of its parent's belief less the child's own message.
+        Every clique's table has the same maximum, the MAP value."""
+        acc = [np.array(t, dtype=np.float64) for t in theta]
+        msgs: list = [None] * len(acc)
+        for c, p, axes, to_parent in self._up:
+            msgs[c] = acc[c].max(axis=axes, keepdims=True).reshape(to_parent)
+            acc[p] += msgs[c]
+        for c, p, axes, to_child in self._down:
+            acc[c] += (acc[p] - msgs[c]).max(axis=axes).reshape(to_child)
+        return acc
+
+
 def _safe_neglog(p: np.ndarray) -> np.ndarray:
     """``-log p`` with 0 where ``p == 0`` (those cells are already -inf in a clique term)."""
     out = np.zeros_like(p, dtype=np.float64)
