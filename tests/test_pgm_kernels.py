@@ -79,14 +79,22 @@ def test_l1_product_is_the_l1_distance_to_the_outer_product(monkeypatch, small):
         ((3, 4, 5, 6), [[1, 3], [0, 2]]),
         ((2, 3, 4, 5, 2), [[0], [1, 4], [2, 3]]),
         ((13, 11, 9), [[0], [1], [2]]),
+        # trailing axes of the last axis's factor are merged into one inner loop
+        ((5, 4, 3, 2), [[0, 1, 2, 3]]),
+        ((5, 4, 3, 2), [[0], [1, 2, 3]]),
+        ((5, 4, 3, 2), [[1], [0, 2, 3]]),
+        ((3, 4, 5, 2), [[0, 2], [1, 3]]),
+        ((6, 2, 2), [[0, 1], [2]]),
     ]
     for shape, axes in cases:
         for dtype in (np.int32, np.float64):
             y = rng.integers(0, 40, size=shape).astype(dtype)
             factors = [rng.random(tuple(shape[a] for a in ax)) for ax in axes]
             want = float(np.abs(y - _product(shape, factors, axes, 7.5)).sum())
+            y_before, f_before = y.copy(), [f.copy() for f in factors]
             got = kernels.l1_product(y, factors, axes, 7.5)
             assert got == pytest.approx(want, rel=1e-12)
+            assert np.array_equal(y, y_before) and all(np.array_equal(a, b) for a, b in zip(factors, f_before))
 
 
 def test_l1_product_rejects_axes_that_do_not_partition_the_table():

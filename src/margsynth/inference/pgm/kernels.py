@@ -516,8 +516,29 @@ def l1_product(y: np.ndarray, factors, axes, scale: float = 1.0) -> float:
             prod = t if prod is None else prod * t
         prod = scale * prod if prod is not None else np.full(shape, float(scale))
         return float(np.abs(y - prod).sum())
+    # the trailing axes owned by the factor of the last axis are contiguous in ``y`` and in
+    # that factor: merged into one, the inner loop runs over all of them (a single factor:
+    # one loop over the whole table; otherwise the odometer would step every few cells when
+    # the last attribute is small, e.g. a binary one: ~4x slower per cell)
+    fl = owner[d - 1]
+    tail = d - 1
+    while tail > 0 and owner[tail - 1] == fl:
+        tail -= 1
+    if tail < d - 1:
+        merged = int(np.prod(shape[tail:], dtype=np.int64))
+        y = np.ascontiguousarray(y).reshape(*shape[:tail], merged)
+        keep = [a for a in axes[fl] if a < tail]
+        factors = list(factors)
+        factors[fl] = np.ascontiguousarray(factors[fl]).reshape(*(shape[a] for a in keep), merged)
+        axes = [list(ax) if f != fl else [*keep, tail] for f, ax in enumerate(axes)]
+        shape = y.shape
+        d = len(shape)
+        owner = owner[:tail] + [fl]
     k = len(factors)
-    flat = np.concatenate([f.ravel() for f in factors]).astype(np.float64, copy=False)
+    if k == 1:  # no copy of a single factor
+        flat = np.ascontiguousarray(factors[0], dtype=np.float64).ravel()
+    else:
+        flat = np.concatenate([f.ravel() for f in factors]).astype(np.float64, copy=False)
     offsets = np.zeros(k + 1, np.int64)
     strides = np.zeros((k, d), np.int64)
     for f, (fac, ax) in enumerate(zip(factors, axes)):
