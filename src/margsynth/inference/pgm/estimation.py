@@ -545,6 +545,15 @@ class _Iterate:
         sep_axes = {c: axes for c, _, axes, _ in bp._up}
         total = self.val
         ms, ws, invs, lens, owner = [], [], [], [], []
+        best: dict[int, float] = {}
+
+        def flush() -> None:  # the lifts gathered so far, in one batch (bounded memory)
+            gain = _best_lifts(np.concatenate(ms), np.concatenate(ws), np.concatenate(invs), np.array(lens))
+            for c, g in zip(owner, gain):
+                best[c] = max(best.get(c, 0.0), float(g))
+            for lst in (ms, ws, invs, lens, owner):
+                lst.clear()
+
         for c, table in enumerate(mm):
             phi = np.negative(table)  # n_C
             if c == bp.root:
@@ -560,12 +569,10 @@ class _Iterate:
                 invs.append(np.full(m.size, 1.0 / a) if axes else 1.0 / Av[c].ravel())
                 lens.append(m.size)
                 owner.append(c)
-        if not ms:
-            return total
-        gain = _best_lifts(np.concatenate(ms), np.concatenate(ws), np.concatenate(invs), np.array(lens))
-        best: dict[int, float] = {}
-        for c, g in zip(owner, gain):
-            best[c] = max(best.get(c, 0.0), float(g))
+                if sum(lens) >= LIFT_BATCH:
+                    flush()
+        if lens:
+            flush()
         return total + sum(best.values())
 
     def gap(self) -> float:
@@ -706,6 +713,10 @@ _STEPS: dict[str, Callable[[_Iterate, int], bool]] = {
     "mirror_descent": _mirror_descent_step,
 }
 
+
+#: The certificate's lifts are computed in batches of about this many cells (its temporary
+#: arrays take ~120 bytes per cell of a batch).
+LIFT_BATCH = 1 << 20
 
 #: ``rtol`` checks the loss every ``GAP_EVERY`` iterations; ``gap_tol`` checks the
 #: certificate (one max-sum calibration and the lifted bound: a few evaluations' worth) at
