@@ -39,18 +39,18 @@ With ``--before-src DIR`` a third path, ``before``, runs ``AIM()`` from another 
 Run: ``python benchmarks/bench_aim.py --seeds 0 1 2 [--paths reference fast] [--convergence]
 [--before-src DIR] [--mst] [--verbose]``.
 
-Measured 2026-11-26 11:13 UTC on the project's 2-core machine, quiet (load ~1), this script
+Measured 2026-11-26 12:55 UTC on the project's 2-core machine (load ~1.1), this script
 at the commit that added these lines::
 
-    reference seed=0: tv-3way 0.0934  42.7 s wall  43.2 s CPU  peak 365 MiB  28 rounds
-    fast      seed=0: tv-3way 0.0931  10.0 s wall  11.2 s CPU  peak 392 MiB  same 28 selections
-    reference seed=1: tv-3way 0.0909  63.1 s wall  64.6 s CPU  peak 376 MiB  28 rounds
-    fast      seed=1: tv-3way 0.0880  16.2 s wall  17.9 s CPU  peak 448 MiB  differ from round 25
-    reference seed=2: tv-3way 0.0929  85.0 s wall  86.7 s CPU  peak 380 MiB  32 rounds
-    fast      seed=2: tv-3way 0.0931  23.6 s wall  24.4 s CPU  peak 411 MiB  differ from round 31
-    speed-up (reference / fast): CPU 3.67x (3.84, 3.62, 3.56), wall 3.93x
+    reference seed=0: tv-3way 0.0934  43.2 s wall  43.7 s CPU  peak 366 MiB  28 rounds
+    fast      seed=0: tv-3way 0.0931   9.6 s wall  10.9 s CPU  peak 393 MiB  same 28 selections
+    reference seed=1: tv-3way 0.0909  63.7 s wall  65.2 s CPU  peak 377 MiB  28 rounds
+    fast      seed=1: tv-3way 0.0880  16.6 s wall  18.2 s CPU  peak 450 MiB  differ from round 25
+    reference seed=2: tv-3way 0.0929  79.6 s wall  81.4 s CPU  peak 380 MiB  32 rounds
+    fast      seed=2: tv-3way 0.0931  19.7 s wall  21.6 s CPU  peak 410 MiB  differ from round 31
+    speed-up (reference / fast): CPU 3.78x (4.00, 3.58, 3.76), wall 4.13x
 
-(an earlier quiet run the same day: fast 9.9 / 17.7 / 19.5 s wall), and
+(earlier runs the same day: fast 10.0 / 16.2 / 23.6 s and 9.9 / 17.7 / 19.5 s wall), and
 ``--paths fast --convergence`` (times then include the published estimator's fits)::
 
     seed=0: rounds: ours reach the published loss after 104-151 of our 250 iterations; worse in 0 of 28
