@@ -151,10 +151,11 @@ class Objective:
         self.B = np.zeros(bp.size)
         self.const = 0.0
         self.subs: list[_SubTerm] = []
-        # the L2 loss's identity terms ``0.5 a ||mu_S - ybar_S / N||^2`` (merged repeated
-        # measurements of one attribute set S): (clique, axes of the clique summed to S, a);
-        # the certificate's lifted dual bound (``_Iterate.gap``) raises the dual along them
-        self.identity_terms: list[tuple[int, tuple[int, ...], float]] = []
+        # per clique, the L2 loss's identity terms ``0.5 a ||mu_S - ybar_S / N||^2`` (merged
+        # repeated measurements of one attribute set S) as (axes of the clique summed to S, a):
+        # the certificate's lifted dual bound (``_Iterate._lifted``) raises the dual along them.
+        # A term over the whole clique lifts cell by cell and is then the only one kept.
+        self.lift_terms: dict[int, list[tuple[tuple[int, ...], float]]] = {}
         lip = 0.0
         groups: dict[tuple[int, tuple[str, ...]], list[CompiledMeasurement]] = {}
         for m in compiled:
@@ -187,7 +188,7 @@ class Objective:
             # loss = 0.5 a ||mu - ybar/N||^2 + const, const = 0.5 sum_m ||y_m - ybar||^2 / sigma_m^2
             # (written as 0.5 ||grad||^2 / a + const: no cancellation between large terms)
             const = 0.5 * sum(float((m.y - ybar) @ (m.y - ybar)) / m.sigma**2 for m in ms)
-            self.identity_terms.append((c, axes, a))
+            self.lift_terms.setdefault(c, []).append((axes, a))
             if not axes:
                 o = bp.offsets
                 self.A[o[c] : o[c + 1]] += a
@@ -196,14 +197,10 @@ class Objective:
             else:
                 self.subs.append(_SubTerm(c, axes, a, b.reshape(shape), const))
         self.lipschitz = lip
-        # per clique, the identity terms its certificate lift may use (``_Iterate._lifted``):
-        # a term over the whole clique lifts cell by cell, and is then the only one tried
-        self.lift_terms: dict[int, list[tuple[tuple[int, ...], float]]] = {}
-        for c, axes, a in self.identity_terms:
-            self.lift_terms.setdefault(c, []).append((axes, a))
         for c, ts in self.lift_terms.items():
-            if any(not axes for axes, _ in ts):
-                self.lift_terms[c] = [next((axes, a) for axes, a in ts if not axes)]
+            whole = [t for t in ts if not t[0]]
+            if whole:
+                self.lift_terms[c] = whole[:1]
         self.has_full = bool(np.any(self.A))
         self.A_inv = np.zeros(bp.size)
         np.divide(1.0, self.A, out=self.A_inv, where=self.A > 0)
@@ -542,8 +539,7 @@ class _Iterate:
         obj, bp = self.ev.obj, self.ev.bp
         pv = bp.views(self.p)
         Av = bp.views(obj.A)
-        sep_axes = {c: axes for c, _, axes, _ in bp._up}
-        total = self.val
+        total = self.val - float(self.G @ self.p)  # the shift by <G, mu>, on the root's phi
         ms, ws, invs, lens, owner = [], [], [], [], []
         best: dict[int, float] = {}
 
@@ -554,13 +550,8 @@ class _Iterate:
             for lst in (ms, ws, invs, lens, owner):
                 lst.clear()
 
-        for c, table in enumerate(mm):
-            phi = np.negative(table)  # n_C
-            if c == bp.root:
-                phi -= float(self.G @ self.p)  # the shift by <G, mu> rides on the root
-            else:
-                axes = sep_axes[c]
-                phi -= phi.min(axis=axes, keepdims=True) if axes else phi
+        for c, table in enumerate(bp.decompose(mm)):
+            phi = np.negative(table, out=table)  # G = sum_C phi_C, phi_C >= 0 below the root
             total += float(phi.min())  # no lift; a lift adds its gain over this below
             for axes, a in obj.lift_terms.get(c, ()):
                 m = (phi.min(axis=axes) if axes else phi).ravel()
@@ -591,12 +582,12 @@ class _Iterate:
           - b``: ``K + c^2 / (2R)``, ``R = ||r||^2``, ``c = R - fw`` (and ``K`` itself, ``t =
           0``) (Borwein & Lewis, "Convex Analysis and Nonlinear Optimization", 2006,
           Thm 3.3.5);
-        * for the L2 loss, the Fenchel dual at ``r`` lifted along one identity term
-          (:meth:`_lifted`): near the optimum of a problem whose optimum sits on a face of
-          ``M`` (cells the noisy counts want negative), the Frank–Wolfe gap decays only like
-          the distance to the optimum, while most of it comes from cells the iterate barely
-          uses; raising the dual there costs almost nothing (on MST's fit of adult it halves
-          the certified gap).
+        * for the L2 loss, the Fenchel dual at ``r`` lifted clique by clique along the
+          identity terms (:meth:`_lifted`): near an optimum on a face of ``M`` (cells the
+          noisy counts want negative) the Frank–Wolfe gap decays only like the distance to
+          the optimum, and most of it comes from cells the iterate barely uses; raising the
+          dual there costs almost nothing (MST's fit of adult after 5,000 iterations:
+          ``1.1e-8 L`` instead of ``1.0e-3 L``).
         """
         bp = self.ev.bp
         mm = bp.max_marginals(bp.views(np.negative(self.G)))

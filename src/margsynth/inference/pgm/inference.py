@@ -216,6 +216,19 @@ class BeliefPropagation:
         return acc
 
 
+    def decompose(self, mm: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """The reparametrisation of ``theta`` given its max-marginals ``mm``
+        (:meth:`max_marginals`): ``phi_R = mm_R`` at the root and ``phi_C = mm_C - mm_{S_C} <=
+        0`` below it (``mm_{S_C}`` the separator's max-marginal, read off ``mm_C``), so that
+        ``sum_C phi_C(x_C) = sum_C theta_C(x_C)`` at every assignment ``x`` (the messages of
+        a calibrated clique tree cancel; Koller & Friedman 2009, §13.3)."""
+        out = [np.array(t, dtype=np.float64) for t in mm]
+        for c, _, axes, _ in self._up:
+            t = out[c]
+            t -= t.max(axis=axes, keepdims=True) if axes else t
+        return out
+
+
 def _safe_neglog(p: np.ndarray) -> np.ndarray:
     """``-log p`` with 0 where ``p == 0`` (those cells are already -inf in a clique term)."""
     out = np.zeros_like(p, dtype=np.float64)
