@@ -136,7 +136,7 @@ class AIM:
         which runs it with the previous defaults, 1,000 and 2,500 iterations).
     round_gap_tol, round_rtol:
         Optional stopping rules of the per-round fits on the fast path: the certified
-        relative Frank–Wolfe gap, or the relative loss decrease over 10 iterations
+        relative gap, or the relative loss decrease over 10 iterations
         (see :func:`~margsynth.inference.pgm.estimate`); ``None`` (default): all
         ``iters``, as AIM. Both change the fits, hence the annealing decisions and the
         selections (docs/notes/aim.md).

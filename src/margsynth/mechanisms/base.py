@@ -91,7 +91,7 @@ class SynthesisResult:
 
         PGM-based mechanisms put the certificate of their final Private-PGM fit in
         ``extras["estimation"]`` (:func:`~margsynth.inference.pgm.estimation_summary`:
-        loss, Frank–Wolfe gap, iterations, method); it is copied here as ``estimation``."""
+        loss, certified gap, iterations, method); it is copied here as ``estimation``."""
         out = {
             "mechanism": self.mechanism,
             "parameters": self.parameters,

@@ -149,7 +149,7 @@ class PGMGenerator:
         """Fit (:meth:`fit`), then ``records`` records (default: the model's total) by
         Algorithms 7–8. ``extras``: ``model``, ``model_stats``, ``estimation`` (the fit's
         optimality certificate, :func:`~margsynth.inference.pgm.estimation_summary`: loss,
-        Frank–Wolfe gap, iterations, method) and, under a memory limit, ``junction_tree_mb``."""
+        certified gap, iterations, method) and, under a memory limit, ``junction_tree_mb``."""
         n = check_records(records, columns=len(domain))
         model = self.fit(domain, marginals, warm_start=warm_start, sep=sep, extra_cliques=extra_cliques)
         note: dict[str, Any] = {}

@@ -861,7 +861,7 @@ def _estimate(
 
 def estimation_summary(model: GraphicalModel) -> dict:
     """``{"loss", "gap", "iterations", "method"}`` of a model fitted by :func:`estimate`:
-    its loss, the certified Frank–Wolfe gap (``loss - gap <= min L <= loss``), the
+    its loss, the certified gap (``loss - gap <= min L <= loss``), the
     iterations run and the method — what every PGM-based mechanism reports as
     ``extras["estimation"]`` (and in its sidecar)."""
     st = model.stats

@@ -167,8 +167,9 @@ class BeliefPropagation:
         maximiser given its separator's values) returns ``(value, x)``, ``x`` a
         dict attribute -> code of one maximising joint assignment.
 
-        This is the linear minimisation oracle of the Frank–Wolfe gap of
-        :func:`~.estimation.estimate`: a linear function over the marginal polytope
+        This is the linear minimisation oracle of the Frank–Wolfe gap (the certificate
+        of :func:`~.estimation.estimate` reads it off :meth:`max_marginals`, which also
+        gives its dual bounds): a linear function over the marginal polytope
         is minimised at a point mass (McKenna, Sheldon & Miklau, ICML 2019,
         arXiv:1901.09136, §4 — the polytope's vertices are the integral marginals).
         """
