@@ -874,3 +874,27 @@ def test_raw_tables_refuse_bad_input_before_any_noise(rawtoy, spy, capsys, case)
     _one_line_error(capsys.readouterr().err, *needles)
     assert _tree(rawtoy) == before
     assert spy["untouched"]()
+
+
+def test_gap_tol_reaches_every_pgm_mechanism_from_the_cli(toy, capsys):
+    """``-p gap_tol=...`` sets the certified stop of the Private-PGM fit also for mechanisms
+    that build their generator themselves (MST from its ``iters``); a bad value exits 2 with
+    one line and writes nothing."""
+    from margsynth.mechanisms.generators import PGMGenerator
+    from margsynth.mechanisms.registry import create
+
+    for name in ("mst", "nist-mst", "aim", "adagrid", "independent", "privsyn-pgm"):
+        gen = create(name, gap_tol=1e-3).generator_ if name != "privsyn-pgm" else create(name, gap_tol=1e-3).generator
+        assert isinstance(gen, PGMGenerator) and gen.gap_tol == 1e-3
+    assert create("mst", iters=77, gap_tol=1e-3).generator_ == PGMGenerator(iters=77, gap_tol=1e-3)
+    with pytest.raises(ValueError, match="bad parameters"):
+        create("privsyn", gap_tol=1e-3)  # GUM has no such field
+    args = _synth(toy, "-p", "iters=3000", "-p", "select_iters=50", "-p", "gap_tol=1e-3")
+    assert main(args) == 0
+    est = json.loads((toy / "out.csv.json").read_text())["estimation"]
+    assert est["iterations"] < 3000 and est["gap"] <= 1e-3 * est["loss"]
+    before = _tree(toy)
+    capsys.readouterr()
+    assert main(_synth(toy, "-p", "gap_tol=-1", out=toy / "bad.csv")) == 2
+    _one_line_error(capsys.readouterr().err, "gap_tol")
+    assert _tree(toy) == before

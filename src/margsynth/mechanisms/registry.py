@@ -96,14 +96,43 @@ def spec(name: str) -> MechanismSpec:
 
 
 def create(name: str, **overrides: Any):
-    """A mechanism instance for ``name`` (preset keyword arguments, then ``overrides``)."""
+    """A mechanism instance for ``name`` (preset keyword arguments, then ``overrides``).
+    An override naming a field of the mechanism's generator rather than of the mechanism
+    (e.g. ``gap_tol`` of :class:`~margsynth.mechanisms.generators.PGMGenerator`) is set on
+    that generator, also when the mechanism builds it itself (``generator=None``)."""
     s = spec(name)
     factory = s.resolve()
     kwargs = _route_generator_fields(factory, {**s.kwargs, **overrides})
     try:
-        return factory(**kwargs)
+        mech = factory(**kwargs)
     except TypeError as exc:
-        raise ValueError(f"mechanism {name!r}: bad parameters {sorted(overrides)} ({exc})") from exc
+        late = _default_generator_fields(factory, kwargs)
+        if not late:
+            raise ValueError(f"mechanism {name!r}: bad parameters {sorted(overrides)} ({exc})") from exc
+        # fields of the generator the mechanism builds itself (``generator=None``, e.g. MST's
+        # Private-PGM from its ``iters``): build it, then set them on a copy of that generator
+        rest = {k: v for k, v in kwargs.items() if k not in late}
+        try:
+            base = factory(**rest)
+            mech = dataclasses.replace(base, generator=dataclasses.replace(base.generator_, **late))
+        except TypeError as exc2:
+            raise ValueError(f"mechanism {name!r}: bad parameters {sorted(overrides)} ({exc2})") from exc2
+    return mech
+
+
+def _default_generator_fields(factory: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments that name no field of the mechanism dataclass ``factory`` but a
+    field of :class:`~margsynth.mechanisms.generators.PGMGenerator`, when the mechanism
+    has a ``generator`` field left to ``None`` (it then builds its generator itself)."""
+    if not (isinstance(factory, type) and dataclasses.is_dataclass(factory)):
+        return {}
+    fields = {f.name for f in dataclasses.fields(factory)}
+    if "generator" not in fields or kwargs.get("generator") is not None or not hasattr(factory, "generator_"):
+        return {}
+    from .generators import PGMGenerator
+
+    theirs = {f.name for f in dataclasses.fields(PGMGenerator)}
+    return {k: v for k, v in kwargs.items() if k not in fields and k in theirs}
 
 
 def _route_generator_fields(factory: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
