@@ -57,54 +57,27 @@ def test_calibration_matches_numpy(seed):
         assert views[c].sum() == pytest.approx(1.0, abs=1e-12)
 
 
-def _product(shape, factors, axes, scale):
-    prod = np.full(shape, float(scale))
-    for f, ax in zip(factors, axes):
-        full = [1] * len(shape)
-        for a in ax:
-            full[a] = shape[a]
-        prod = prod * f.reshape(full)
-    return prod
+def test_vectorised_exp_is_within_two_ulp_of_the_c_library():
+    # calibration's exponentials: arguments in [LOG_FLOOR, 0] (shifted by the slice maximum
+    # and clamped), range reduction + degree-13 polynomial + exponent bits
+    from margsynth.inference.pgm.inference import LOG_FLOOR
 
-
-@pytest.mark.parametrize("small", [0, 10**9])  # compiled, numpy
-def test_l1_product_is_the_l1_distance_to_the_outer_product(monkeypatch, small):
-    monkeypatch.setattr(kernels, "L1_SMALL", small)
-    rng = np.random.default_rng(5)
-    cases = [
-        ((7,), [[0]]),
-        ((4, 6), [[0, 1]]),
-        ((4, 6), [[1], [0]]),
-        ((5, 7, 3), [[0, 2], [1]]),
-        ((3, 4, 5, 6), [[1, 3], [0, 2]]),
-        ((2, 3, 4, 5, 2), [[0], [1, 4], [2, 3]]),
-        ((13, 11, 9), [[0], [1], [2]]),
-        # trailing axes of the last axis's factor are merged into one inner loop
-        ((5, 4, 3, 2), [[0, 1, 2, 3]]),
-        ((5, 4, 3, 2), [[0], [1, 2, 3]]),
-        ((5, 4, 3, 2), [[1], [0, 2, 3]]),
-        ((3, 4, 5, 2), [[0, 2], [1, 3]]),
-        ((6, 2, 2), [[0, 1], [2]]),
-    ]
-    for shape, axes in cases:
-        for dtype in (np.int32, np.float64):
-            y = rng.integers(0, 40, size=shape).astype(dtype)
-            factors = [rng.random(tuple(shape[a] for a in ax)) for ax in axes]
-            want = float(np.abs(y - _product(shape, factors, axes, 7.5)).sum())
-            y_before, f_before = y.copy(), [f.copy() for f in factors]
-            got = kernels.l1_product(y, factors, axes, 7.5)
-            assert got == pytest.approx(want, rel=1e-12)
-            assert np.array_equal(y, y_before) and all(np.array_equal(a, b) for a, b in zip(factors, f_before))
-
-
-def test_l1_product_rejects_axes_that_do_not_partition_the_table():
-    y = np.zeros((2, 3))
-    with pytest.raises(ValueError, match="every axis"):
-        kernels.l1_product(y, [np.ones(2)], [[0]])
-    with pytest.raises(ValueError, match="overlap"):
-        kernels.l1_product(y, [np.ones((2, 3)), np.ones(3)], [[0, 1], [1]])
-    with pytest.raises(ValueError, match="does not match"):
-        kernels.l1_product(y, [np.ones(3), np.ones(2)], [[0], [1]])
+    rng = np.random.default_rng(0)
+    x = np.concatenate(
+        [
+            [0.0, -0.0, LOG_FLOOR, -np.log(2) / 2, -np.log(2), -1e-300, -5e-324],
+            np.linspace(LOG_FLOOR, 0.0, 200_001),
+            -rng.exponential(3.0, 100_000).clip(max=-LOG_FLOOR),
+            -rng.random(100_000) * 1e-6,
+        ]
+    )
+    e = np.concatenate([[7.0], x, [7.0]])  # an offset slice: the guards stay untouched
+    kernels._jit(kernels._calibrate)  # compiles the helper too
+    kernels._exp_cells(e, 1, x.size, np.empty(x.size))
+    assert e[0] == 7.0 and e[-1] == 7.0
+    want = np.exp(x)
+    assert np.max(np.abs(e[1:-1] - want) / want) <= 2 * np.finfo(float).eps
+    assert e[1] == 1.0 and np.all(e[1:-1] > 0)
 
 
 def test_small_fits_stay_on_numpy(monkeypatch):

@@ -253,18 +253,23 @@ class AIM:
         self.validate(data, epsilon, delta, rng=rng, **kw)
         dom = data.domain
         workload = self.compiled_workload(dom)
+        if self.incremental:
+            kernels.load()  # dozens of fits and thousands of triangulations: all compiled
         t0 = time.perf_counter()
         times: dict[str, float] = {"select": 0.0, "estimate": 0.0}
         ledger = BudgetLedger.from_dp(epsilon, delta, conversion=self.conversion)
         rho = ledger.total
         T = self.rounds or 16 * len(dom)
         candidates = workload_candidates(dom, workload)
-        # the data's answers: integer counts kept as int32 when they fit (exact; half the
-        # memory and half the bytes each round's scoring reads), else float64
+        # the data's answers: on the fast path only their non-zero cells (adult: 0.6 million
+        # of the candidates' 21 million cells, see _Counts); on the reference path every
+        # table, integer counts kept as int32 when they fit (exact; half the bytes)
         small_counts = data.weights is None and len(data) < 2**31
-        answers = {
-            c: data.marginal(c, flatten=True).astype(np.int32 if small_counts else np.float64) for c in candidates
-        }
+        answers: dict = {}
+        for c in candidates:
+            table = data.marginal(c, flatten=True)
+            answers[c] = _Counts(table, tuple(dom[a].size for a in c)) if self.incremental else (
+                table.astype(np.int32 if small_counts else np.float64))  # fmt: skip
         sigma = math.sqrt(T / (2 * self.alpha * rho))
         eps = math.sqrt(8 * (1 - self.alpha) * rho / T)
 
@@ -313,7 +318,7 @@ class AIM:
                 err = project.l1_errors(keys, answers)
             else:
                 err = np.array([np.abs(answers[c] - project(c).ravel()).sum() for c in keys])
-            q = wts * (err - bias * np.array([answers[c].size for c in keys], dtype=np.float64))
+            q = wts * (err - bias * np.array([dom.size(c) for c in keys], dtype=np.float64))
             idx = exponential_mechanism(
                 q, epsilon=eps, sensitivity=sens, rng=rng, ledger=ledger, label=f"select round {t}"
             )
@@ -321,9 +326,10 @@ class AIM:
             times["select"] += time.perf_counter() - ts
 
             # MEASURE
-            n_cl = answers[cl].size
+            n_cl = dom.size(cl)
+            exact = answers[cl].dense() if self.incremental else answers[cl].astype(np.float64)
             y = gaussian_mechanism(
-                answers[cl].astype(np.float64),
+                exact,
                 sigma=sigma,
                 l2_sensitivity=1.0,
                 rng=rng,
@@ -451,6 +457,34 @@ class AIM:
         return list(spliced) if cells < fresh else []
 
 
+class _Counts:
+    """A candidate's table of the data by its non-zero cells: their flat indices (C order),
+    the cells' code on each axis, and the values. :meth:`index` gives the cells' flat
+    indices in the table over a subset of the axes; :meth:`dense` the whole table."""
+
+    def __init__(self, table: np.ndarray, shape: tuple[int, ...]) -> None:
+        self.shape = shape
+        self.flat = np.flatnonzero(table)
+        self.values = table[self.flat].astype(np.float64)
+        self.codes = np.unravel_index(self.flat, shape) if shape else ()
+        self.dtype = table.dtype
+
+    def index(self, axes: Sequence[int]) -> np.ndarray:
+        """Flat indices of the non-zero cells in the table over ``axes`` (increasing)."""
+        if len(axes) == len(self.shape):
+            return self.flat
+        idx = self.codes[axes[0]]
+        for a in axes[1:]:
+            idx = idx * self.shape[a] + self.codes[a]
+        return idx
+
+    def dense(self) -> np.ndarray:
+        """The whole table (float64, flat)."""
+        out = np.zeros(math.prod(self.shape))
+        out[self.flat] = self.values
+        return out
+
+
 class _RoundMarginals:
     """The current model's marginals for one round of candidate scoring: every marginal is
     computed once; one outside every clique is summed from a cached superset's table
@@ -480,14 +514,17 @@ class _RoundMarginals:
         return {a: find(i) for i, c in enumerate(tree.cliques) for a in c}
 
     def l1_errors(self, keys: Sequence[tuple[str, ...]], answers: dict) -> np.ndarray:
-        """``||answers[c] - N M_c(P)||_1`` for every candidate ``c`` of ``keys`` (AIM's
-        quality before weights and bias). The model's marginal on ``c`` is the product of
-        its marginals on the parts of ``c`` in different components of the junction forest
-        (:meth:`components`); the distance to that product is read off without forming
-        it (:func:`~margsynth.inference.pgm.kernels.l1_product`). Candidates go largest
-        first, so that a part's table serves its subsets (:meth:`__call__`)."""
+        """``||y_c - N M_c(P)||_1`` for every candidate ``c`` of ``keys``, ``answers[c]`` the
+        data's table ``y_c`` as :class:`_Counts` (AIM's quality before weights and bias).
+
+        The model's table is never formed. Its marginal on ``c`` is the product of its
+        marginals on the parts of ``c`` in different components of the junction forest
+        (:meth:`components`), and since it is >= 0 the distance is read off the non-zero
+        cells of ``y_c`` alone: ``||y - m||_1 = sum(m) + sum_{y != 0} (|y - m| - m)``, with
+        ``sum(m)`` the product of the parts' sums. On adult that is 0.6 million cells per
+        round instead of 21 million. Candidates go largest first, so that a part's table
+        serves its subsets (:meth:`__call__`)."""
         comp = self.components()
-        dom = self.model.domain
         inv_n = 1.0 / self.model.total
         out = np.empty(len(keys))
         for i in sorted(range(len(keys)), key=lambda i: -len(keys[i])):
@@ -495,10 +532,15 @@ class _RoundMarginals:
             groups: dict[int, list[int]] = {}
             for j, a in enumerate(c):
                 groups.setdefault(comp[a], []).append(j)
-            axes = list(groups.values())
-            factors = [self(tuple(c[j] for j in ax)) for ax in axes]
-            shape = tuple(dom[a].size for a in c)
-            out[i] = kernels.l1_product(answers[c].reshape(shape), factors, axes, inv_n ** (len(axes) - 1))
+            y = answers[c]
+            scale = inv_n ** (len(groups) - 1)
+            m = np.full(y.values.size, scale)
+            total = scale
+            for ax in groups.values():
+                f = self(tuple(c[j] for j in ax))
+                total *= float(f.sum())
+                m *= f.ravel()[y.index(ax)]
+            out[i] = total + float((np.abs(y.values - m) - m).sum())
         return out
 
     def __call__(self, attrs: tuple[str, ...]) -> np.ndarray:

@@ -78,6 +78,7 @@ import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
@@ -236,7 +237,7 @@ class Objective:
         # one kernel call (:class:`~.kernels.L2Terms`); the numpy/scipy path below otherwise
         self._kernel = None
         self._S = self._ST = None
-        if kernel and kernels.AVAILABLE and loss == "l2" and (folded or self.subs):
+        if kernel and kernels.AVAILABLE and loss == "l2":
             o = bp.offsets
             ident = []  # per clique, its terms summed through shared intermediates (kernels.marginal_plan)
             by_clique: dict[int, list[_SubTerm]] = {}
@@ -253,6 +254,13 @@ class Objective:
                         ident.append((int(o[c]), int(o[c + 1] - o[c]), cell_map(c, keep), a, b))
                     else:
                         ident.append((None, base + src, _sub_map(sizes, plan[src][0], axes), a, b))
+            # the whole-clique terms too (a cell map onto itself), so one call computes the
+            # loss and the whole gradient: no pass over the whole vector for the few cliques
+            # measured whole (AIM's one-way cliques beside a 40,000-cell clique)
+            for c in range(len(bp.shapes)):
+                lo, hi = int(o[c]), int(o[c + 1])
+                if hi > lo and self.A[lo] > 0:  # a (sum of) whole-clique term(s): a is constant on the clique
+                    ident.append((lo, hi - lo, np.arange(hi - lo, dtype=np.int64), float(self.A[lo]), self.B[lo:hi].copy()))
             mat = [(int(o[t.clique]), int(o[t.clique + 1] - o[t.clique]), cell_map(t.clique, t.shape), t.Q, t.y)
                    for t in self.subs]  # fmt: skip
             self._kernel = kernels.L2Terms(ident, mat)
@@ -269,7 +277,21 @@ class Objective:
             self._S = sp.csr_matrix((np.ones(r.size), (r, c_)), shape=(int(off[-1]), bp.size))
             self._ST = self._S.T.tocsr()
 
+    def value(self, p_flat: np.ndarray, p: list[np.ndarray]) -> float:
+        """The loss alone (the compiled path skips the gradient's scatter; else
+        :meth:`value_and_grad` into scratch)."""
+        if self._kernel is not None:
+            return self.const + self._kernel.add(p_flat, self._tmp, backward=False) + self._sub_const
+        return self.value_and_grad(p_flat, p, self._scratch_G, self.bp.views(self._scratch_G))
+
+    @cached_property
+    def _scratch_G(self) -> np.ndarray:
+        return np.zeros(self.bp.size)
+
     def value_and_grad(self, p_flat: np.ndarray, p: list[np.ndarray], G_flat: np.ndarray, G: list[np.ndarray]) -> float:
+        if self._kernel is not None:  # every L2 term, whole-clique ones included, compiled
+            G_flat.fill(0.0)
+            return self.const + self._kernel.add(p_flat, G_flat) + self._sub_const
         if self.has_full:
             np.multiply(self.A, p_flat, out=G_flat)
             G_flat -= self.B
@@ -278,8 +300,6 @@ class Objective:
         else:
             G_flat.fill(0.0)
             val = 0.0
-        if self._kernel is not None:
-            return val + self._kernel.add(p_flat, G_flat) + self._sub_const
         if self._folded:
             self._ps[:] = self._S @ p_flat
             np.multiply(self._a, self._ps, out=self._g)
@@ -475,10 +495,19 @@ class _Evaluator:
         self._views[id(a)] = self.bp.views(a)
         return a
 
-    def __call__(self, theta: np.ndarray, p: np.ndarray, G: np.ndarray) -> float:
+    def __call__(self, theta: np.ndarray, p: np.ndarray, G: np.ndarray | None) -> float:
+        """The loss at ``theta``, its marginals into ``p`` and (unless ``G`` is None) its
+        gradient into ``G``."""
         v = self._views
         self.bp.calibrate_flat(theta, p, compiled=self.compiled)
         self.count += 1
+        if G is None:
+            return self.obj.value(p, v[id(p)])
+        return self.obj.value_and_grad(p, v[id(p)], G, v[id(G)])
+
+    def grad(self, p: np.ndarray, G: np.ndarray) -> float:
+        """The gradient at marginals ``p`` (already computed) into ``G``: no propagation."""
+        v = self._views
         return self.obj.value_and_grad(p, v[id(p)], G, v[id(G)])
 
 
@@ -495,6 +524,7 @@ class _Iterate:
         self.p, self.p_new, self.p_y = ev.buffer(), ev.buffer(), ev.buffer()
         self.G, self.G_new, self.G_y = ev.buffer(), ev.buffer(), ev.buffer()
         self.val = ev(self.theta, self.p, self.G)
+        self.g_ok = True  # G holds the gradient at theta (trial points may skip it: grad())
         self.eta = self.eta0 = 0.0
         self.k = 0  # accepted steps since the last (re)start of the momentum
         self.restarts = 0
@@ -590,6 +620,7 @@ class _Iterate:
           ``1.1e-8 L`` instead of ``1.0e-3 L``).
         """
         bp = self.ev.bp
+        self.grad()
         mm = bp.max_marginals(bp.views(np.negative(self.G)))
         fw = float(self.G @ self.p) + float(mm[bp.root].max())
         lower = self._lower(self.val, fw)
@@ -597,12 +628,20 @@ class _Iterate:
             lower = max(lower, self._lifted(mm))
         return max(self.val - lower, 0.0)
 
-    def accept(self, new_val: float) -> None:
-        """The trial point ``*_new`` becomes the iterate."""
+    def grad(self) -> None:
+        """Makes ``G`` the gradient at the iterate, if its trial evaluation skipped it."""
+        if not self.g_ok:
+            self.ev.grad(self.p, self.G)
+            self.g_ok = True
+
+    def accept(self, new_val: float, g_ok: bool = True) -> None:
+        """The trial point ``*_new`` becomes the iterate (``g_ok``: its gradient is in
+        ``G_new``)."""
         self.theta_prev, self.theta, self.theta_new = self.theta, self.theta_new, self.theta_prev
         self.p, self.p_new = self.p_new, self.p
         self.G, self.G_new = self.G_new, self.G
         self.val = new_val
+        self.g_ok = g_ok
         self.k += 1
 
 
@@ -633,16 +672,19 @@ def _best_lifts(m: np.ndarray, w: np.ndarray, inv_a: np.ndarray, lens: np.ndarra
     return np.maximum(np.maximum.reduceat(d, starts) - m[starts], 0.0)
 
 
-def _armijo(s: _Iterate, ty: np.ndarray, py: np.ndarray, Gy: np.ndarray, val_y: float) -> float | None:
+def _armijo(
+    s: _Iterate, ty: np.ndarray, py: np.ndarray, Gy: np.ndarray, val_y: float, grad: bool = True
+) -> float | None:
     """Backtracking line search for the mirror step from ``y`` (module docstring): the
     trial point ``theta_new = y - eta * grad(y)`` is accepted when ``L(new) <= L(y) -
     ARMIJO * <grad, mu_y - mu_new>``, else ``eta`` is halved. Returns the accepted loss
-    (trial point in ``s.*_new``) or ``None`` when no step is acceptable."""
+    (trial point in ``s.*_new``; its gradient in ``s.G_new`` only with ``grad``) or
+    ``None`` when no step is acceptable."""
     gp = float(Gy @ py)
     for _ in range(MAX_HALVINGS):
         np.multiply(Gy, -s.eta, out=s.theta_new)
         s.theta_new += ty
-        new_val = s.ev(s.theta_new, s.p_new, s.G_new)
+        new_val = s.ev(s.theta_new, s.p_new, s.G_new if grad else None)
         decrease = gp - float(Gy @ s.p_new)  # <grad, mu_y - mu_new>
         if new_val <= val_y - ARMIJO * max(decrease, 0.0) or (new_val <= val_y and decrease <= 0):
             return new_val
@@ -672,8 +714,11 @@ def _accelerated_step(s: _Iterate, t: int) -> bool:
         s.theta_y += s.theta
         ty, py, Gy, val_y = s.theta_y, s.p_y, s.G_y, s.ev(s.theta_y, s.p_y, s.G_y)
     else:
+        s.grad()
         ty, py, Gy, val_y = s.theta, s.p, s.G, s.val
-    new_val = _armijo(s, ty, py, Gy, val_y)
+    # the trial point's gradient is needed only after a restart (computed then from its
+    # marginals, without another propagation), so the trials skip it
+    new_val = _armijo(s, ty, py, Gy, val_y, grad=False)
     if new_val is None:
         return False
     restart = new_val > s.val
@@ -682,7 +727,7 @@ def _accelerated_step(s: _Iterate, t: int) -> bool:
         s.restarts += 1
     s.eta *= STEP_GROWTH
     if not restart:
-        s.accept(new_val)
+        s.accept(new_val, g_ok=False)
     return True
 
 

@@ -422,8 +422,8 @@ def splice_clique(
     sub = tree.covering_subtree(clique)
     inside = set(sub)
     key = (clique, tuple(tree.cliques[i] for i in sub), heuristic)
-    new = cache.get(key) if cache is not None else None
-    if new is None:
+    hit = cache.get(key) if cache is not None else None
+    if hit is None:
         V = set(clique).union(*(tree.cliques[i] for i in sub))
         adj: dict[str, set[str]] = {a: set() for a in V}
         for cl in [*(tree.cliques[i] for i in sub), clique]:
@@ -437,11 +437,17 @@ def splice_clique(
             total = sum(_cells(dom, c) for c in maximal)
             if best is None or total < best[0]:
                 best = (total, maximal)
-        new = best[1]
+        new = [frozenset(m) for m in best[1]]
+        hit = ([tuple(dom.canonical(m)) for m in new], frozenset(V), new, best[0])
         if cache is not None:
-            cache[key] = new
-    out = [tuple(c) for c in (dom.canonical(m) for m in new)]
+            cache[key] = hit
+    out_new, V, new, cells = hit
+    out = list(out_new)
+    sets, sizes = tree._sets, tree._cells_tuple
     for i, c in enumerate(tree.cliques):
-        if i not in inside and not any(set(c) <= m for m in new):
+        # a clique outside the subtree stays unless a new clique holds it (only possible
+        # when all its attributes are in V)
+        if i not in inside and not (sets[i] <= V and any(sets[i] <= m for m in new)):
             out.append(c)
-    return out, int(sum(_cells(dom, c) for c in out))
+            cells += sizes[i]
+    return out, int(cells)
