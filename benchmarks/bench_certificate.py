@@ -15,13 +15,14 @@ final fit's certificate, and with ``--refit K`` the iterations its final fit nee
 the target (the same mechanism with ``PGMGenerator(iters=K, gap_tol=1e-3)``).
 
 Measured 2026-11-26 (seed 0), MST: loss 826.04 after MST's 5,000 iterations, gap/loss
-1.1e-8 (the Frank–Wolfe gap alone: 1.0e-3); the curve: 500 iterations 9.7e-3 (FW 0.94),
-1,000 8.2e-4 (0.29), 2,500 3.3e-7 (1.9e-3), 5,000 1.1e-8; ``gap_tol=1e-3`` stops after 940
-iterations, ``1e-4`` after 1,270. ``--mechanisms``: mst 1.1e-8, mst-prop4 2.9e-8, nist-mst
-6.2e-8, independent 3.6e-6 (target met); adagrid 2.1e-2 and privsyn-pgm 7.8e-3 at their
-1,000 iterations (met after 3,030 and 2,060; their losses at 1,000 iterations are within
-2e-5 and 5e-6 of a 10,000-iteration fit: the bound is the loose part there — matrix
-queries, cliques whose measurements are all proper subsets); aim 0.75 at its 500 final
+2.3e-8 (the Frank–Wolfe gap alone: 1.1e-3; 1.1e-8 before the vectorised exp changed the rounding); the curve: 500 iterations 9.7e-3 (FW 0.94),
+1,000 8.2e-4 (0.29), 2,500 3.3e-7 (1.9e-3), 5,000 2.3e-8; ``gap_tol=1e-3`` stops after 940
+iterations, ``1e-4`` after 1,270. ``--mechanisms`` (rerun 14:36 UTC, after the partition
+lift of query matrices): mst 2.3e-8, mst-prop4 2.7e-8, nist-mst 6.1e-8, independent 3.6e-6,
+adagrid 6.2e-4 (was 2.1e-2 before its adaptive queries were lifted along their row
+partitions) — target met; privsyn-pgm 7.8e-3 at its 1,000 iterations (met after 2,060; its
+loss at 1,000 iterations is within 5e-6 of a 10,000-iteration fit: the bound is the loose
+part there — cliques whose measurements are all proper subsets); aim 0.75 at its 500 final
 iterations, and still 0.74 after 5,000 (loss 1,370 -> 1,292: its fits stop far from the
 optimum, docs/notes/aim.md).
 
