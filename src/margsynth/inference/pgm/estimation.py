@@ -340,17 +340,21 @@ def _row_partitions(Q: sp.csr_matrix) -> list[tuple[np.ndarray, np.ndarray, np.n
     columns is covered yet, in row order and in reverse row order (AGM's queries: the
     identity rows with the first, resp. the last, grouping of aggregate rows), else with
     the rows of one entry first. Each is (columns grouped by row, the groups' starts,
-    ``1 / q_r^2``); none when no order covers every column."""
+    ``1 / q_r^2``); none when no order covers every column, or when ``Q`` has more than
+    ``PARTITION_MAX_ROWS`` rows (the greedy passes are Python loops; the bound stays valid
+    without the lift, only looser)."""
     Q = Q.tocsr()
     Q.sum_duplicates()
     n_cols = Q.shape[1]
-    if n_cols == 0:
+    if n_cols == 0 or Q.shape[0] > PARTITION_MAX_ROWS:
         return []
     lens = np.diff(Q.indptr)
-    usable = [
-        r for r in np.flatnonzero(lens > 0)
-        if Q.data[Q.indptr[r]] > 0 and np.all(Q.data[Q.indptr[r] : Q.indptr[r + 1]] == Q.data[Q.indptr[r]])
-    ]  # fmt: skip
+    rows = np.flatnonzero(lens > 0)
+    if rows.size == 0:
+        return []
+    lo = Q.indptr[rows]  # the non-empty rows' segments are contiguous in Q.data
+    rmin, rmax = np.minimum.reduceat(Q.data, lo), np.maximum.reduceat(Q.data, lo)
+    usable = rows[(rmin == rmax) & (rmin > 0)].tolist()
     out, seen = [], set()
     for rows in (usable, usable[::-1], sorted(usable, key=lambda r: lens[r] > 1)):
         covered = np.zeros(n_cols, dtype=bool)
@@ -803,6 +807,10 @@ _STEPS: dict[str, Callable[[_Iterate, int], bool]] = {
 #: The certificate's lifts are computed in batches of about this many cells (its temporary
 #: arrays take ~120 bytes per cell of a batch).
 LIFT_BATCH = 1 << 20
+
+#: Query matrices with more rows than this get no lift of their own in the certificate
+#: (:func:`_row_partitions`).
+PARTITION_MAX_ROWS = 100_000
 
 #: ``rtol`` checks the loss every ``GAP_EVERY`` iterations; ``gap_tol`` checks the
 #: certificate (one max-sum calibration and the lifted bound: a few evaluations' worth) at
