@@ -20,9 +20,10 @@ Measured 2026-11-26 (seed 0), MST: loss 826.04 after MST's 5,000 iterations, gap
 iterations, ``1e-4`` after 1,270. ``--mechanisms`` (rerun 14:36 UTC, after the partition
 lift of query matrices): mst 2.3e-8, mst-prop4 2.7e-8, nist-mst 6.1e-8, independent 3.6e-6,
 adagrid 6.2e-4 (was 2.1e-2 before its adaptive queries were lifted along their row
-partitions) — target met; privsyn-pgm 7.8e-3 at its 1,000 iterations (met after 2,060; its
-loss at 1,000 iterations is within 5e-6 of a 10,000-iteration fit: the bound is the loose
-part there — cliques whose measurements are all proper subsets); aim 0.75 at its 500 final
+partitions) — target met; privsyn-pgm 7.8e-3 at 1,000 iterations (its loss there is within
+5e-6 of a 10,000-iteration fit: the bound is the loose part — cliques whose measurements are
+all proper subsets), so its default is now a certified fit (gap_tol=1e-3, at most 5,000
+iterations): 6.7e-4 after 2,060 — met; aim 0.75 at its 500 final
 iterations, and still 0.74 after 5,000 (loss 1,370 -> 1,292: its fits stop far from the
 optimum, docs/notes/aim.md).
 

@@ -160,13 +160,13 @@ def test_bad_generator_parameters(factory, params, match):
 def test_registry_presets():
     assert isinstance(registry.create("mst-gum").generator, GUMGenerator)
     assert isinstance(registry.create("mst").generator_, PGMGenerator)
-    assert registry.create("privsyn-pgm").generator == PGMGenerator(iters=1000, memory_limit_mb=1024.0)
+    assert registry.create("privsyn-pgm").generator == PGMGenerator(iters=5000, gap_tol=1e-3, memory_limit_mb=1024.0)
     assert isinstance(registry.create("privsyn").generator, GUMGenerator)
 
 
 def test_registry_routes_generator_fields():
     """``-p KEY=VALUE`` naming a field of the preset's generator (not of the mechanism) sets it."""
-    assert registry.create("privsyn-pgm", iters=7).generator == PGMGenerator(iters=7, memory_limit_mb=1024.0)
+    assert registry.create("privsyn-pgm", iters=7).generator == PGMGenerator(iters=7, gap_tol=1e-3, memory_limit_mb=1024.0)
     assert registry.create("mst-gum", max_rounds=3).generator.max_rounds == 3
     assert registry.create("mst", iters=11).generator_ == PGMGenerator(iters=11)  # MST's own field
     with pytest.raises(ValueError, match="bad parameters"):

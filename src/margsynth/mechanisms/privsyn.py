@@ -34,7 +34,7 @@ GENERATE
        weights ``∝ ρ_i / g_i``; the number of records is the consistent total.
     6. GUM (§5; :mod:`margsynth.inference.gum`).
 
-    ``generator=PGMGenerator(iters=1000, memory_limit_mb=1024)`` (registered as
+    ``generator=PGMGenerator(iters=5000, gap_tol=1e-3, memory_limit_mb=1024)`` (registered as
     ``privsyn-pgm``; :mod:`.generators`) keeps steps 1–4 and replaces 5–6 by Private-PGM
     (McKenna, Sheldon & Miklau, ICML 2019; Eq. 4.1–4.2 of the NIST-MST/MST paper)
     estimated from the *same raw noisy marginals* (each with its own σ_i; Private-PGM's
