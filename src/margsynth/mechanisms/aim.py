@@ -265,6 +265,7 @@ class AIM:
         # of the candidates' 21 million cells, see _Counts); on the reference path every
         # table, integer counts kept as int32 when they fit (exact; half the bytes)
         small_counts = data.weights is None and len(data) < 2**31
+        cells = {c: math.prod(dom[a].size for a in c) for c in candidates}
         answers: dict = {}
         for c in candidates:
             table = data.marginal(c, flatten=True)
@@ -318,7 +319,7 @@ class AIM:
                 err = project.l1_errors(keys, answers)
             else:
                 err = np.array([np.abs(answers[c] - project(c).ravel()).sum() for c in keys])
-            q = wts * (err - bias * np.array([dom.size(c) for c in keys], dtype=np.float64))
+            q = wts * (err - bias * np.array([cells[c] for c in keys], dtype=np.float64))
             idx = exponential_mechanism(
                 q, epsilon=eps, sensitivity=sens, rng=rng, ledger=ledger, label=f"select round {t}"
             )
@@ -326,7 +327,7 @@ class AIM:
             times["select"] += time.perf_counter() - ts
 
             # MEASURE
-            n_cl = dom.size(cl)
+            n_cl = cells[cl]
             exact = answers[cl].dense() if self.incremental else answers[cl].astype(np.float64)
             y = gaussian_mechanism(
                 exact,

@@ -150,13 +150,18 @@ def triangulate(domain: Domain, graph, heuristic: str = "min_fill") -> tuple[lis
     """
     if heuristic not in HEURISTICS:
         raise ValueError(f"unknown triangulation heuristic {heuristic!r}; choose from {HEURISTICS}")
+    return _eliminate_masks(*_graph_masks(domain, graph), heuristic)
+
+
+def _graph_masks(domain: Domain, graph) -> tuple[list[str], list[int], list[int]]:
+    """``graph``'s vertices in domain order (the tie-break rank), their neighbourhoods as
+    bitmasks (vertex ``v`` is bit ``v``) and their domain sizes: the input of the
+    elimination loops, the same choices as a loop over sets of names, several times
+    faster (the scores are integers, summed exactly in any order)."""
     if isinstance(graph, nx.Graph):
         adj = {v: set(graph.neighbors(v)) for v in graph.nodes}
     else:
         adj = graph
-    # vertices as bit positions in domain order (the tie-break rank), neighbourhoods as
-    # bitmasks: the same choices as a loop over sets of names, several times faster (the
-    # scores are integers, summed exactly in any order)
     rank, sizes = _tables(domain)
     try:
         names = sorted(adj, key=rank.__getitem__)
@@ -170,13 +175,20 @@ def triangulate(domain: Domain, graph, heuristic: str = "min_fill") -> tuple[lis
         for u in nb:
             m |= 1 << bit[u]
         nbm[bit[v]] = m & ~(1 << bit[v])
+    return names, nbm, size
+
+
+def _eliminate_masks(
+    names: list[str], nbm: list[int], size: list[int], heuristic: str
+) -> tuple[list[str], list[frozenset]]:
+    """:func:`triangulate` on the output of :func:`_graph_masks` (``nbm`` is not modified)."""
     fast = kernels.eliminate(nbm, size, HEURISTICS.index(heuristic))
     if fast is not None:
         order_i, formed_m = fast
         order = [names[v] for v in order_i]
         formed = [frozenset(names[a] for a in _bits(m)) for m in formed_m]
     else:
-        order, formed = _eliminate(names, nbm, size, heuristic)
+        order, formed = _eliminate(names, list(nbm), size, heuristic)
 
     # keep the maximal ones
     formed_sorted = sorted(set(formed), key=len, reverse=True)
@@ -185,6 +197,22 @@ def triangulate(domain: Domain, graph, heuristic: str = "min_fill") -> tuple[lis
         if not any(c <= m for m in maximal):
             maximal.append(c)
     return order, maximal
+
+
+def _best_triangulation(domain: Domain, graph, heuristic: str = "auto") -> tuple[int, list[str], list[frozenset]]:
+    """``(total cells, elimination order, maximal cliques)`` of :func:`triangulate` with
+    ``heuristic``, or with ``"auto"`` of the heuristic giving the fewest total cells (the
+    first of :data:`HEURISTICS` on ties); the graph's bitmasks are built once."""
+    if heuristic != "auto" and heuristic not in HEURISTICS:
+        raise ValueError(f"unknown triangulation heuristic {heuristic!r}; choose from {HEURISTICS} or 'auto'")
+    masks = _graph_masks(domain, graph)
+    best = None
+    for h in HEURISTICS if heuristic == "auto" else (heuristic,):
+        order, maximal = _eliminate_masks(*masks, h)
+        total = sum(_cells(domain, c) for c in maximal)
+        if best is None or total < best[0]:
+            best = (total, order, maximal)
+    return best
 
 
 @dataclass(frozen=True, eq=False)
@@ -357,14 +385,7 @@ def build_junction_tree(
     """
     cliques = [domain.check_attrs(c, "clique") for c in cliques]
     graph = _model_graph(domain, cliques)
-    heuristics = HEURISTICS if heuristic == "auto" else (heuristic,)
-    best = None
-    for h in heuristics:
-        order, maximal = triangulate(domain, graph, h)
-        total = sum(_cells(domain, c) for c in maximal)
-        if best is None or total < best[0]:
-            best = (total, order, maximal)
-    total, order, maximal = best
+    total, order, maximal = _best_triangulation(domain, graph, heuristic)
     size_mb = total * BYTES_PER_CELL / 2**20
     if memory_limit_mb is not None and size_mb > memory_limit_mb:
         big = max(maximal, key=lambda c: _cells(domain, c))
@@ -386,9 +407,7 @@ def junction_tree_size(
     Cheap enough to call for every candidate clique in AIM's selection step.
     """
     cliques = [domain.check_attrs(c, "clique") for c in cliques]
-    graph = _model_graph(domain, cliques)
-    heuristics = HEURISTICS if heuristic == "auto" else (heuristic,)
-    total = min(sum(_cells(domain, c) for c in triangulate(domain, graph, h)[1]) for h in heuristics)
+    total = _best_triangulation(domain, _model_graph(domain, cliques), heuristic)[0]
     return int(total), total * BYTES_PER_CELL / 2**20
 
 
@@ -430,15 +449,9 @@ def splice_clique(
             for a in cl:
                 adj[a].update(cl)
                 adj[a].discard(a)
-        heuristics = HEURISTICS if heuristic == "auto" else (heuristic,)
-        best = None
-        for h in heuristics:
-            maximal = triangulate(dom, adj, h)[1]
-            total = sum(_cells(dom, c) for c in maximal)
-            if best is None or total < best[0]:
-                best = (total, maximal)
-        new = [frozenset(m) for m in best[1]]
-        hit = ([tuple(dom.canonical(m)) for m in new], frozenset(V), new, best[0])
+        total, _, maximal = _best_triangulation(dom, adj, heuristic)
+        new = [frozenset(m) for m in maximal]
+        hit = ([tuple(dom.canonical(m)) for m in new], frozenset(V), new, total)
         if cache is not None:
             cache[key] = hit
     out_new, V, new, cells = hit
