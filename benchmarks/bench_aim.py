@@ -39,22 +39,23 @@ With ``--before-src DIR`` a third path, ``before``, runs ``AIM()`` from another 
 Run: ``python benchmarks/bench_aim.py --seeds 0 1 2 [--paths reference fast] [--convergence]
 [--before-src DIR] [--mst] [--verbose]``.
 
-Measured 2026-11-26 14:25 UTC on the project's 2-core machine (idle but for this script;
+Measured 2026-11-26 14:59 UTC on the project's 2-core machine (idle but for this script;
 its speed drifts by up to ~30% over an hour, so the paths run interleaved), this script
-with ``--before-src`` at the previous commit (e5dce4b)::
+with ``--before-src`` at e5dce4b (the fast path before that day's kernel work)::
 
-    before    seed=0: tv-3way 0.0931  10.9 s wall  12.2 s CPU  peak 390 MiB
-    reference seed=0: tv-3way 0.0933  42.0 s wall  42.5 s CPU  peak 367 MiB  28 rounds
-    fast      seed=0: tv-3way 0.0931   9.8 s wall  10.9 s CPU  peak 340 MiB  same 28 selections as both
-    before    seed=1: tv-3way 0.0880  18.5 s wall  20.1 s CPU  peak 448 MiB
-    reference seed=1: tv-3way 0.0905  54.0 s wall  55.4 s CPU  peak 377 MiB  28 rounds
-    fast      seed=1: tv-3way 0.0880  11.4 s wall  13.0 s CPU  peak 397 MiB  same as before; reference differs from round 25
-    before    seed=2: tv-3way 0.0931  19.5 s wall  21.6 s CPU  peak 404 MiB
-    reference seed=2: tv-3way 0.0929  71.9 s wall  73.6 s CPU  peak 382 MiB  32 rounds
-    fast      seed=2: tv-3way 0.0931  14.9 s wall  16.8 s CPU  peak 357 MiB  same as before; reference differs from round 31
-    speed-up (before / fast): CPU 1.32x (1.13, 1.54, 1.28), wall 1.35x
-    speed-up (reference / fast): CPU 4.18x (3.91, 4.26, 4.37), wall 4.61x
+    before    seed=0: tv-3way 0.0931  11.0 s wall  12.3 s CPU  peak 392 MiB
+    reference seed=0: tv-3way 0.0933  37.3 s wall  38.6 s CPU  peak 366 MiB  28 rounds
+    fast      seed=0: tv-3way 0.0931   7.8 s wall   9.0 s CPU  peak 337 MiB  same 28 selections as both
+    before    seed=1: tv-3way 0.0880  17.3 s wall  19.0 s CPU  peak 448 MiB
+    reference seed=1: tv-3way 0.0905  47.5 s wall  49.1 s CPU  peak 372 MiB  28 rounds
+    fast      seed=1: tv-3way 0.0880  12.8 s wall  14.4 s CPU  peak 397 MiB  same as before; reference differs from round 25
+    before    seed=2: tv-3way 0.0931  21.9 s wall  23.9 s CPU  peak 412 MiB
+    reference seed=2: tv-3way 0.0929  63.0 s wall  65.0 s CPU  peak 381 MiB  32 rounds
+    fast      seed=2: tv-3way 0.0931  14.6 s wall  16.4 s CPU  peak 357 MiB  same as before; reference differs from round 31
+    speed-up (before / fast): CPU 1.38x (1.37, 1.32, 1.46), wall 1.43x
+    speed-up (reference / fast): CPU 3.88x (4.29, 3.41, 3.96), wall 4.29x
 
+(at 14:25, one commit earlier: fast 9.8 / 11.4 / 14.9 s against before 10.9 / 18.5 / 19.5 s).
 At 12:55 the same day (the previous commit, a faster phase of the machine): fast 9.6 / 16.6
 / 19.7 s, reference 43.2 / 63.7 / 79.6 s wall; earlier runs: fast 10.0 / 16.2 / 23.6 s and 9.9 / 17.7 / 19.5 s wall. And
 ``--paths fast --convergence`` (times then include the published estimator's fits)::
