@@ -468,7 +468,6 @@ class _Counts:
         self.flat = np.flatnonzero(table)
         self.values = table[self.flat].astype(np.float64)
         self.codes = np.unravel_index(self.flat, shape) if shape else ()
-        self.dtype = table.dtype
 
     def index(self, axes: Sequence[int]) -> np.ndarray:
         """Flat indices of the non-zero cells in the table over ``axes`` (increasing)."""

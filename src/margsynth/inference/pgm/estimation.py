@@ -356,10 +356,10 @@ def _row_partitions(Q: sp.csr_matrix) -> list[tuple[np.ndarray, np.ndarray, np.n
     rmin, rmax = np.minimum.reduceat(Q.data, lo), np.maximum.reduceat(Q.data, lo)
     usable = rows[(rmin == rmax) & (rmin > 0)].tolist()
     out, seen = [], set()
-    for rows in (usable, usable[::-1], sorted(usable, key=lambda r: lens[r] > 1)):
+    for seq in (usable, usable[::-1], sorted(usable, key=lambda r: lens[r] > 1)):
         covered = np.zeros(n_cols, dtype=bool)
         taken = []
-        for r in rows:
+        for r in seq:
             cols = Q.indices[Q.indptr[r] : Q.indptr[r + 1]]
             if not covered[cols].any():
                 covered[cols] = True
