@@ -287,8 +287,11 @@ def marginal(
     optimised ``einsum`` (:func:`~.factor.contract`); ``method="log"`` runs
     log-space :func:`variable_elimination` on ``log mu_C - log mu_S`` (slower,
     for checking; also the fallback when the subtree has more than 52 attributes).
-    ``cache`` (a dict owned by the caller, e.g. the model) keeps the conditional
-    tables between calls.
+    Each factor is first summed down to the attributes it shares with the others or
+    the output (its separators inside the subtree and the wanted attributes).
+    ``cache`` (a dict owned by the caller, e.g. the model) keeps the conditional tables
+    and those reduced tables between calls: queries that meet a clique in the same
+    attributes (AIM scoring hundreds of candidates on one model) sum it down once.
     """
     attrs = tuple(attrs)
     if not attrs:
@@ -300,21 +303,34 @@ def marginal(
     n_attrs = len({a for c in sub for a in tree.cliques[c]})
     if method == "einsum" and n_attrs <= 52:
         ops = []
+        want = set(attrs)
         for c in sorted(sub):
             p = tree.parent[c]
             sep = tree.separator(c) if p >= 0 and p in sub else ()
-            if sep:
-                cond = cache.get(c) if cache is not None else None
-                if cond is None:
-                    ps = align(probs[c], tree.cliques[c], sep, reduce=True)
-                    inv = np.zeros_like(ps)
-                    np.divide(1.0, ps, out=inv, where=ps > 0)
-                    cond = probs[c] * align(inv, sep, tree.cliques[c])
-                    if cache is not None:
-                        cache[c] = cond
-                ops.append((tree.cliques[c], cond))
-            else:
-                ops.append((tree.cliques[c], probs[c]))
+            # the attributes this factor shares with the rest of the contraction: the wanted
+            # ones and its separators inside the subtree (by the running-intersection
+            # property no other clique of the subtree holds any other attribute of it, so
+            # those are summed out of this factor alone, before the contraction)
+            shared = want.union(sep, *(tree.separator(k) for k in tree.children(c) if k in sub))
+            kept = tuple(a for a in tree.cliques[c] if a in shared)
+            key = ("reduced", c, kept, bool(sep))  # a conditional below the top, a marginal at it
+            table = cache.get(key) if cache is not None else None
+            if table is None:
+                if sep:
+                    cond = cache.get(c) if cache is not None else None
+                    if cond is None:
+                        ps = align(probs[c], tree.cliques[c], sep, reduce=True)
+                        inv = np.zeros_like(ps)
+                        np.divide(1.0, ps, out=inv, where=ps > 0)
+                        cond = probs[c] * align(inv, sep, tree.cliques[c])
+                        if cache is not None:
+                            cache[c] = cond
+                else:
+                    cond = probs[c]
+                table = align(cond, tree.cliques[c], kept, reduce=True)
+                if cache is not None:
+                    cache[key] = table
+            ops.append((kept, table))
         out = contract(ops, attrs)
         return np.ascontiguousarray(out / max(out.sum(), 1e-300))
     if method not in ("einsum", "log"):
