@@ -90,10 +90,10 @@ class BeliefPropagation:
         self._sums: list = [None] * k
         self._msgs: list = [None] * k
         self._seps: list = [None] * k
-        for c, p, axes, to_parent in up:
+        for c, _, axes, _ in up:
             kept = tuple(1 if i in axes else n for i, n in enumerate(self.shapes[c]))
             self._mx[c], self._sums[c], self._msgs[c] = np.empty(kept), np.empty(kept), np.empty(kept)
-        for c, p, axes, to_child in down:
+        for c, p, axes, _ in down:
             self._seps[c] = np.empty(tuple(n for i, n in enumerate(self.shapes[p]) if i not in axes))
 
     def calibrate_flat(self, theta: np.ndarray, out: np.ndarray, *, compiled: bool = True) -> float:
