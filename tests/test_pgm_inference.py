@@ -9,6 +9,7 @@ brute-force marginal of the full joint to 1e-9.
 from __future__ import annotations
 
 import itertools
+import math
 
 import networkx as nx
 import numpy as np
@@ -222,12 +223,12 @@ def test_triangulate_makes_the_choices_of_plain_greedy_elimination(heuristic, co
     if compiled:
         if not kernels.AVAILABLE:
             pytest.skip("numba not available")
-        kernels._jit(kernels._eliminate)  # loaded: triangulate runs the compiled loop
+        kernels._jit(kernels._triangulate)  # loaded: triangulate runs the compiled loop
         used = []
-        real = kernels.eliminate
-        monkeypatch.setattr(kernels, "eliminate", lambda *a: used.append(1) or real(*a))
+        real = kernels.triangulate
+        monkeypatch.setattr(kernels, "triangulate", lambda *a: used.append(1) or real(*a))
     else:
-        monkeypatch.setattr(kernels, "eliminate", lambda *a: None)
+        monkeypatch.setattr(kernels, "triangulate", lambda *a: None)
     rng = np.random.default_rng(11)
     for _ in range(150):
         n = int(rng.integers(1, 13))
@@ -245,6 +246,34 @@ def test_triangulate_makes_the_choices_of_plain_greedy_elimination(heuristic, co
         assert set(cliques) == want_cliques
     if compiled:
         assert used
+
+
+def test_best_triangulation_compiled_equals_python(monkeypatch):
+    """``auto`` (every heuristic, the fewest cells, the first on ties) in one compiled call
+    gives the total, order and maximal cliques of the Python loop."""
+    from margsynth.inference.pgm import junction_tree as jt
+    from margsynth.inference.pgm import kernels
+
+    if not kernels.AVAILABLE:
+        pytest.skip("numba not available")
+    kernels._jit(kernels._triangulate)
+    rng = np.random.default_rng(12)
+    for _ in range(150):
+        n = int(rng.integers(1, 14))
+        dom = Domain.from_sizes({f"v{i}": int(rng.choice([1, 2, 3, 5, 16, 42, 100])) for i in range(n)})
+        p = rng.random()
+        adj = {v: set() for v in dom.names}
+        for a, b in itertools.combinations(dom.names, 2):
+            if rng.random() < p:
+                adj[a].add(b)
+                adj[b].add(a)
+        for h in ("auto", *HEURISTICS):
+            total, order, maximal = jt._best_triangulation(dom, adj, h)
+            with monkeypatch.context() as m:
+                m.setattr(kernels, "triangulate", lambda *a: None)
+                want = jt._best_triangulation(dom, adj, h)
+            assert (total, order, set(maximal)) == (want[0], want[1], set(want[2]))
+            assert total == sum(math.prod(dom[a].size for a in c) for c in maximal)
 
 
 def test_min_fill_on_a_cycle_adds_the_minimum_chords():

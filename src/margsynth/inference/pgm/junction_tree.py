@@ -90,7 +90,7 @@ def _bits(mask: int) -> tuple[int, ...]:
 
 def _eliminate(names: list[str], nbm: list[int], size: list[int], heuristic: str) -> tuple[list[str], list[frozenset]]:
     """The greedy elimination loop of :func:`triangulate` in Python (bitmask neighbourhoods
-    ``nbm``, modified in place); :func:`~.kernels.eliminate` is the compiled twin."""
+    ``nbm``, modified in place); :func:`~.kernels.triangulate` runs its compiled twin."""
     weighted = heuristic == "weighted_min_fill"
     n = len(names)
 
@@ -182,14 +182,12 @@ def _eliminate_masks(
     names: list[str], nbm: list[int], size: list[int], heuristic: str
 ) -> tuple[list[str], list[frozenset]]:
     """:func:`triangulate` on the output of :func:`_graph_masks` (``nbm`` is not modified)."""
-    fast = kernels.eliminate(nbm, size, HEURISTICS.index(heuristic))
+    h = HEURISTICS.index(heuristic)
+    fast = kernels.triangulate(nbm, size, (h,))
     if fast is not None:
-        order_i, formed_m = fast
-        order = [names[v] for v in order_i]
-        formed = [frozenset(names[a] for a in _bits(m)) for m in formed_m]
-    else:
-        order, formed = _eliminate(names, list(nbm), size, heuristic)
-
+        _, order_i, maximal_m, _ = fast
+        return [names[v] for v in order_i], [frozenset(names[a] for a in _bits(m)) for m in maximal_m]
+    order, formed = _eliminate(names, list(nbm), size, heuristic)
     # keep the maximal ones
     formed_sorted = sorted(set(formed), key=len, reverse=True)
     maximal: list[frozenset] = []
@@ -202,12 +200,18 @@ def _eliminate_masks(
 def _best_triangulation(domain: Domain, graph, heuristic: str = "auto") -> tuple[int, list[str], list[frozenset]]:
     """``(total cells, elimination order, maximal cliques)`` of :func:`triangulate` with
     ``heuristic``, or with ``"auto"`` of the heuristic giving the fewest total cells (the
-    first of :data:`HEURISTICS` on ties); the graph's bitmasks are built once."""
+    first of :data:`HEURISTICS` on ties); the graph's bitmasks are built once, and with the
+    compiled kernels every heuristic runs in one call (:func:`~.kernels.triangulate`)."""
     if heuristic != "auto" and heuristic not in HEURISTICS:
         raise ValueError(f"unknown triangulation heuristic {heuristic!r}; choose from {HEURISTICS} or 'auto'")
-    masks = _graph_masks(domain, graph)
+    names, nbm, size = masks = _graph_masks(domain, graph)
+    tried = HEURISTICS if heuristic == "auto" else (heuristic,)
+    fast = kernels.triangulate(nbm, size, [HEURISTICS.index(h) for h in tried])
+    if fast is not None:
+        _, order_i, maximal_m, total = fast
+        return total, [names[v] for v in order_i], [frozenset(names[a] for a in _bits(m)) for m in maximal_m]
     best = None
-    for h in HEURISTICS if heuristic == "auto" else (heuristic,):
+    for h in tried:
         order, maximal = _eliminate_masks(*masks, h)
         total = sum(_cells(domain, c) for c in maximal)
         if best is None or total < best[0]:
@@ -309,35 +313,63 @@ class JunctionTree:
     def covering_subtree(self, attrs: Iterable[str]) -> list[int]:
         """A connected set of cliques whose union contains ``attrs``: the whole
         tree pruned of leaves whose wanted attributes their neighbour also has
-        (valid by the running-intersection property)."""
-        want = set(attrs)
-        alive = set(range(len(self.cliques)))
-        adj = self._adjacency
-        sets = self._sets
-        cells = self.clique_cells()
-        by_size = sorted(alive, key=lambda k: -cells[k])  # largest first (stable: ties by index)
+        (valid by the running-intersection property). Leaves are visited largest
+        first (ties by index), in sweeps until none can go."""
+        bit = self._attr_bits
+        want = 0
+        for a in attrs:
+            want |= bit.get(a, 0)  # a name in no clique is covered by none (as before)
+        masks, adj, by_size = self._clique_masks, self._adjacency_lists, self._by_size_desc
+        alive = [True] * len(masks)
+        n_alive = len(masks)
         changed = True
-        while changed and len(alive) > 1:
+        while changed and n_alive > 1:
             changed = False
             for i in by_size:
-                if i not in alive:
+                if not alive[i]:
                     continue
-                nb = adj[i] & alive
-                if len(nb) > 1:
+                nb = -1
+                for j in adj[i]:
+                    if alive[j]:
+                        if nb >= 0:
+                            nb = -2
+                            break
+                        nb = j
+                if nb == -2:
                     continue
-                mine = want & sets[i]
-                if len(nb) == 0:  # isolated (disconnected forest pieces joined by empty separators)
+                mine = want & masks[i]
+                if nb < 0:  # isolated (disconnected forest pieces joined by empty separators)
                     if not mine:
-                        alive.discard(i)
+                        alive[i] = False
+                        n_alive -= 1
                         changed = True
                     continue
-                (j,) = nb
-                if mine <= sets[j]:
-                    alive.discard(i)
+                if mine & ~masks[nb] == 0:
+                    alive[i] = False
+                    n_alive -= 1
                     changed = True
-                    if len(alive) == 1:
+                    if n_alive == 1:
                         break
-        return sorted(alive)
+        return [i for i, a in enumerate(alive) if a]
+
+    @cached_property
+    def _attr_bits(self) -> dict[str, int]:
+        return {a: 1 << i for i, a in enumerate(self.domain.names)}
+
+    @cached_property
+    def _clique_masks(self) -> tuple[int, ...]:
+        bit = self._attr_bits
+        return tuple(functools.reduce(lambda m, a: m | bit[a], c, 0) for c in self.cliques)
+
+    @cached_property
+    def _adjacency_lists(self) -> tuple[tuple[int, ...], ...]:
+        return tuple(tuple(sorted(nb)) for nb in self._adjacency)
+
+    @cached_property
+    def _by_size_desc(self) -> tuple[int, ...]:
+        """Clique indices, largest first (ties by index)."""
+        cells = self.clique_cells()
+        return tuple(sorted(range(len(self.cliques)), key=lambda k: -cells[k]))
 
     def __repr__(self) -> str:
         return f"JunctionTree({len(self.cliques)} cliques, {self.cells} cells, {self.size_mb:.2f} MiB)"

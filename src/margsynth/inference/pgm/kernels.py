@@ -1,7 +1,8 @@
 """Compiled kernels of the Private-PGM engine (numba): the sum-product passes of
 :class:`~.inference.BeliefPropagation` (:func:`calibrate_flat`), the L2 loss's sub-clique
 terms (:class:`L2Terms`, summed through shared intermediate tables, :func:`marginal_plan`)
-and the greedy elimination loop of the triangulation (:func:`eliminate`).
+and the greedy triangulation (:func:`triangulate`: elimination with each heuristic, maximal
+cliques, the smallest).
 
 The numpy schedule of :meth:`~.inference.BeliefPropagation.calibrate` makes ~10 array
 calls per junction-tree edge; on the small trees that AIM and MST fit thousands of times
@@ -37,7 +38,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["AVAILABLE", "EdgeIndex", "calibrate_flat", "eliminate", "load", "marginal_plan"]
+__all__ = ["AVAILABLE", "EdgeIndex", "calibrate_flat", "load", "marginal_plan", "triangulate"]
 
 #: numba installed and not disabled by ``MARGSYNTH_NUMBA=0``; numba itself is imported (about
 #: a second) and the kernels compiled (a few seconds, then cached on disk) on first use only
@@ -50,7 +51,7 @@ _JIT_LOCK = threading.Lock()
 #: two; nothing else of IEEE arithmetic is relaxed): the polynomial of the exponential
 _FASTMATH = {"_calibrate": {"contract"}}
 #: helpers called from inside kernels (the name is rebound to its compiled version on first use)
-_INLINE = ("_exp_cells",)
+_INLINE = ("_exp_cells", "_eliminate")
 #: a fit uses the kernels when ``iterations x cells`` reaches this: below it numpy's per-call
 #: overhead costs less than importing numba and loading the compiled code (~1 s per process)
 WORTH = 2_000_000
@@ -69,7 +70,7 @@ def load() -> bool:
     know they will fit many times (AIM's rounds); the kernels load on their first call.
     Returns :data:`AVAILABLE`."""
     if AVAILABLE:
-        for func in (_calibrate, _l2_terms, _eliminate):
+        for func in (_calibrate, _l2_terms, _triangulate):
             _jit(func)
     return AVAILABLE
 
@@ -596,15 +597,73 @@ def _eliminate(nbm, size, heuristic, order, formed):
         remaining &= ~(np.int64(1) << best)
 
 
-def eliminate(nbm: list[int], size: list[int], heuristic: int) -> tuple[list[int], list[int]] | None:
-    """:func:`_eliminate` when the process has loaded the kernels (a fresh numba load
-    costs more than small triangulations) and every score fits an int64 exactly
-    (at most 40 vertices, at most 2^50 cells over all of them); else ``None`` (the caller
+def _triangulate(nbm0, size, first, last, order, formed, nbm, best_order, best_max):
+    """The greedy triangulation with each heuristic ``first .. last - 1`` (:func:`_eliminate`
+    on a copy of ``nbm0``), keeping the one whose maximal cliques have the fewest cells
+    (the first on ties): writes its elimination order into ``best_order`` and its maximal
+    cliques (bitmasks, largest first) into ``best_max``; returns ``(heuristic, number of
+    maximal cliques, total cells)``."""
+    n = size.shape[0]
+    best_h = -1
+    best_k = 0
+    best_total = np.int64(0)
+    for h in range(first, last):
+        for v in range(n):
+            nbm[v] = nbm0[v]
+        _eliminate(nbm, size, h, order, formed)
+        # maximal cliques: by decreasing size, each kept unless a kept one contains it
+        count = np.empty(n, np.int64)
+        for i in range(n):
+            c = formed[i]
+            k = 0
+            while c:
+                c &= c - 1
+                k += 1
+            count[i] = k
+        idx = np.argsort(-count, kind="mergesort")
+        k = 0
+        total = np.int64(0)
+        for ii in range(n):
+            c = formed[idx[ii]]
+            inside = False
+            for j in range(k):
+                if c & ~nbm[j] == 0:
+                    inside = True
+                    break
+            if inside:
+                continue
+            nbm[k] = c  # nbm is free now: it holds the maximal cliques found so far
+            k += 1
+            cells = np.int64(1)
+            for a in range(n):
+                if (c >> a) & 1:
+                    cells *= size[a]
+            total += cells
+        if best_h < 0 or total < best_total:
+            best_h, best_k, best_total = h, k, total
+            for v in range(n):
+                best_order[v] = order[v]
+            for j in range(k):
+                best_max[j] = nbm[j]
+    return best_h, best_k, best_total
+
+
+def triangulate(
+    nbm: list[int], size: list[int], heuristics: Sequence[int]
+) -> tuple[int, list[int], list[int], int] | None:
+    """:func:`_triangulate` over the heuristics ``heuristics`` (consecutive codes: 0
+    min_fill, 1 weighted_min_fill, 2 min_weight) when the process has loaded the kernels (a
+    fresh numba load costs more than small triangulations) and every score fits an int64
+    exactly (at most 40 vertices, at most 2^50 cells over all of them): ``(heuristic,
+    elimination order, maximal cliques as bitmasks, total cells)``; else ``None`` (the caller
     runs the same loop in Python). Ties fall to the lower vertex, as there."""
     n = len(size)
     if not (AVAILABLE and _JIT) or n > 40 or math.prod(size) >= 2**50:
         return None
-    order = np.empty(n, np.int64)
-    formed = np.empty(n, np.int64)
-    _jit(_eliminate)(np.asarray(nbm, np.int64), np.asarray(size, np.int64), heuristic, order, formed)
-    return order.tolist(), formed.tolist()
+    order, formed, scratch = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
+    best_order, best_max = np.empty(n, np.int64), np.empty(n, np.int64)
+    h, k, total = _jit(_triangulate)(
+        np.asarray(nbm, np.int64), np.asarray(size, np.int64), heuristics[0], heuristics[-1] + 1,
+        order, formed, scratch, best_order, best_max,
+    )  # fmt: skip
+    return int(h), best_order.tolist(), best_max[:k].tolist(), int(total)
