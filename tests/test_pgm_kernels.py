@@ -134,3 +134,27 @@ def test_fit_matches_numpy(monkeypatch):
     np.testing.assert_allclose(a.stats["loss_history"], b.stats["loss_history"], rtol=1e-9)
     assert a.stats["evaluations"] == b.stats["evaluations"]
     np.testing.assert_allclose(a.clique_marginals()[0], b.clique_marginals()[0], rtol=1e-7, atol=1e-12)
+
+
+def test_sub_map_equals_ravel_multi_index():
+    """``sub_map`` (strides by broadcasting) gives numpy's ``ravel_multi_index`` of the kept
+    coordinates, for any source and kept axes (including none)."""
+    from margsynth.inference.pgm.kernels import sub_map
+
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        n = int(rng.integers(1, 6))
+        sizes = [int(x) for x in rng.integers(1, 6, n)]
+        src = frozenset(int(i) for i in np.flatnonzero(rng.random(n) < 0.7)) or frozenset([0])
+        keep = frozenset(i for i in src if rng.random() < 0.5)
+        s = sorted(src)
+        idx = np.indices([sizes[i] for i in s]).reshape(len(s), -1)
+        k = sorted(keep)
+        want = (
+            np.ravel_multi_index([idx[s.index(i)] for i in k], [sizes[i] for i in k])
+            if k
+            else np.zeros(idx.shape[1], dtype=np.int64)
+        )
+        got = sub_map(sizes, src, keep)
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got, want)

@@ -113,17 +113,6 @@ class _SubTerm:
     shape: tuple[int, ...] = ()
 
 
-def _sub_map(sizes: Sequence[int], source: frozenset, axes: frozenset) -> np.ndarray:
-    """For each cell of the marginal over the clique axes ``source`` (C order), its cell in
-    the marginal over ``axes`` (a subset)."""
-    src = sorted(source)
-    idx = np.indices([sizes[i] for i in src], dtype=np.int64).reshape(len(src), -1)
-    keep = sorted(axes)
-    if not keep:  # the total: every cell maps to the one marginal cell
-        return np.zeros(idx.shape[1], dtype=np.int64)
-    return np.ravel_multi_index([idx[src.index(i)] for i in keep], [sizes[i] for i in keep]).astype(np.int64)
-
-
 class Objective:
     """The loss of Eq. (4.1)/(4.2) compiled onto a junction tree's flat marginal vector.
 
@@ -238,7 +227,7 @@ class Objective:
             """For each cell of clique ``c`` (flat, C order), its cell in the sub-clique
             marginal of keepdims ``shape``."""
             sizes = bp.shapes[c]
-            return _sub_map(sizes, frozenset(range(len(sizes))), frozenset(k for k, n in enumerate(shape) if n > 1))
+            return kernels.sub_map(sizes, frozenset(range(len(sizes))), frozenset(k for k, n in enumerate(shape) if n > 1))
 
         # compiled (numba) path for the L2 loss: every sub-clique term, identity or matrix, in
         # one kernel call (:class:`~.kernels.L2Terms`); the numpy/scipy path below otherwise
@@ -260,7 +249,7 @@ class Objective:
                     if src < 0:
                         ident.append((int(o[c]), int(o[c + 1] - o[c]), cell_map(c, keep), a, b))
                     else:
-                        ident.append((None, base + src, _sub_map(sizes, plan[src][0], axes), a, b))
+                        ident.append((None, base + src, kernels.sub_map(sizes, plan[src][0], axes), a, b))
             # the whole-clique terms too (a cell map onto itself), so one call computes the
             # loss and the whole gradient: no pass over the whole vector for the few cliques
             # measured whole (AIM's one-way cliques beside a 40,000-cell clique)
@@ -408,11 +397,20 @@ def _single_threaded_blas():
     iteration on a busy 2-core machine). Scoped to the call; a no-op without
     threadpoolctl.
     """
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - threadpoolctl ships with scikit-learn
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
+    global _BLAS_CONTROLLER
+    if _BLAS_CONTROLLER is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:  # pragma: no cover - threadpoolctl ships with scikit-learn
+            return contextlib.nullcontext()
+        # found once per process: listing the loaded libraries costs ~3 ms, per fit that
+        # was a tenth of the setup of AIM's small round fits
+        _BLAS_CONTROLLER = ThreadpoolController()
+    return _BLAS_CONTROLLER.limit(limits=1, user_api="blas")
+
+
+#: :func:`_single_threaded_blas`'s view of the process's thread pools (threadpoolctl)
+_BLAS_CONTROLLER = None
 
 
 METHODS = ("accelerated", "mirror_descent")

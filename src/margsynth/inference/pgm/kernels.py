@@ -38,7 +38,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["AVAILABLE", "EdgeIndex", "calibrate_flat", "load", "marginal_plan", "triangulate"]
+__all__ = ["AVAILABLE", "EdgeIndex", "calibrate_flat", "load", "marginal_plan", "sub_map", "triangulate"]
 
 #: numba installed and not disabled by ``MARGSYNTH_NUMBA=0``; numba itself is imported (about
 #: a second) and the kernels compiled (a few seconds, then cached on disk) on first use only
@@ -122,12 +122,8 @@ class EdgeIndex:
             sep_shape = tuple(tree.domain[a].size for a in sep)
             n_sep = int(np.prod(sep_shape, dtype=np.int64))
             for clique, shape, out in ((cl, shapes[c], cidx), (pl, shapes[p], pidx)):
-                idx = np.indices(shape, dtype=np.int64).reshape(len(shape), -1) if shape else np.zeros((0, 1), np.int64)
-                if sep:
-                    codes = tuple(idx[clique.index(a)] for a in sep)
-                    out.append(np.ravel_multi_index(codes, sep_shape).astype(np.int64))
-                else:
-                    out.append(np.zeros(idx.shape[1], dtype=np.int64))
+                # both cliques list the separator in domain order, as ``sep`` does
+                out.append(sub_map(shape, frozenset(range(len(shape))), frozenset(clique.index(a) for a in sep)))
             c_off.append(offsets[c])
             c_len.append(offsets[c + 1] - offsets[c])
             p_off.append(offsets[p])
@@ -405,6 +401,22 @@ def _l2_terms(
         for i in range(cn):
             dst[i] += gv[cm[i]]
     return val
+
+
+def sub_map(sizes: Sequence[int], source: frozenset, axes: frozenset) -> np.ndarray:
+    """For each cell of the table over the axes ``source`` (of a clique with axis sizes
+    ``sizes``; C order), its cell in the table over ``axes`` (a subset of ``source``):
+    ``ravel_multi_index`` of the kept coordinates, built by broadcasting one stride vector
+    per kept axis (no coordinate arrays)."""
+    src = sorted(source)
+    out = np.zeros([sizes[i] for i in src], dtype=np.int64)
+    stride = 1
+    for i in sorted(axes, reverse=True):
+        shape = [1] * len(src)
+        shape[src.index(i)] = sizes[i]
+        out += (np.arange(sizes[i], dtype=np.int64) * stride).reshape(shape)
+        stride *= sizes[i]
+    return out.ravel()
 
 
 def marginal_plan(sizes: Sequence[int], kept: Sequence[frozenset]) -> list[tuple[frozenset, int, int | None]]:
