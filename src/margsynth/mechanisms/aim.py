@@ -88,7 +88,14 @@ def workload_candidates(
     ``Σ_{(s, c_s) ∈ W} c_s |r ∩ s|`` (the authors' ``compile_workload`` with weights)."""
     canon = [(domain.canonical(s), float(c)) for s, c in workload]
     cands = _downward_closure([s for s, _ in canon])
-    return {r: sum(c * len(set(r) & set(s)) for s, c in canon) for r in cands}
+    # sum_s c_s |r ∩ s| = sum_{a in r} W_a with W_a = sum_{s ∋ a} c_s (exact sums, so integer
+    # weights give the same numbers as the sum over the workload)
+    per: dict[str, list[float]] = {}
+    for s, c in canon:
+        for a in s:
+            per.setdefault(a, []).append(c)
+    w = {a: math.fsum(cs) for a, cs in per.items()}
+    return {r: math.fsum(w[a] for a in r) for r in cands}
 
 
 @dataclass(frozen=True)
@@ -468,14 +475,20 @@ class _Counts:
         self.flat = np.flatnonzero(table)
         self.values = table[self.flat].astype(np.float64)
         self.codes = np.unravel_index(self.flat, shape) if shape else ()
+        self._index: dict[tuple[int, ...], np.ndarray] = {}
 
     def index(self, axes: Sequence[int]) -> np.ndarray:
-        """Flat indices of the non-zero cells in the table over ``axes`` (increasing)."""
+        """Flat indices of the non-zero cells in the table over ``axes`` (increasing); kept,
+        as a candidate's parts change only when the model's components do."""
         if len(axes) == len(self.shape):
             return self.flat
-        idx = self.codes[axes[0]]
-        for a in axes[1:]:
-            idx = idx * self.shape[a] + self.codes[a]
+        key = tuple(axes)
+        idx = self._index.get(key)
+        if idx is None:
+            idx = self.codes[axes[0]]
+            for a in axes[1:]:
+                idx = idx * self.shape[a] + self.codes[a]
+            self._index[key] = idx
         return idx
 
     def dense(self) -> np.ndarray:

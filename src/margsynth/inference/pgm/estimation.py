@@ -734,8 +734,11 @@ def _armijo(
     ``None`` when no step is acceptable."""
     gp = float(Gy @ py)
     for _ in range(MAX_HALVINGS):
-        np.multiply(Gy, -s.eta, out=s.theta_new)
-        s.theta_new += ty
+        if s.ev.compiled:
+            kernels.mirror_step(Gy, s.eta, ty, s.theta_new)
+        else:
+            np.multiply(Gy, -s.eta, out=s.theta_new)
+            s.theta_new += ty
         new_val = s.ev(s.theta_new, s.p_new, s.G_new if grad else None)
         decrease = gp - float(Gy @ s.p_new)  # <grad, mu_y - mu_new>
         if new_val <= val_y - ARMIJO * max(decrease, 0.0) or (new_val <= val_y and decrease <= 0):
@@ -761,10 +764,14 @@ def _accelerated_step(s: _Iterate, t: int) -> bool:
     restart (O'Donoghue & Candes 2015): a step that would raise the loss is not taken
     and the momentum is reset. ``False``: (numerically) optimal, stop."""
     if s.k > 0:
-        np.subtract(s.theta, s.theta_prev, out=s.theta_y)
-        s.theta_y *= s.k / (s.k + 3.0)
-        s.theta_y += s.theta
-        ty, py, Gy, val_y = s.theta_y, s.p_y, s.G_y, s.ev(s.theta_y, s.p_y, s.G_y)
+        if s.ev.compiled:
+            kernels.extrapolate(s.theta, s.theta_prev, s.k / (s.k + 3.0), s.theta_y)
+        else:
+            np.subtract(s.theta, s.theta_prev, out=s.theta_y)
+            s.theta_y *= s.k / (s.k + 3.0)
+            s.theta_y += s.theta
+        val_y = s.ev(s.theta_y, s.p_y, s.G_y)
+        ty, py, Gy = s.theta_y, s.p_y, s.G_y
     else:
         s.grad()
         ty, py, Gy, val_y = s.theta, s.p, s.G, s.val

@@ -38,7 +38,17 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["AVAILABLE", "EdgeIndex", "calibrate_flat", "load", "marginal_plan", "sub_map", "triangulate"]
+__all__ = [
+    "AVAILABLE",
+    "EdgeIndex",
+    "calibrate_flat",
+    "extrapolate",
+    "load",
+    "marginal_plan",
+    "mirror_step",
+    "sub_map",
+    "triangulate",
+]
 
 #: numba installed and not disabled by ``MARGSYNTH_NUMBA=0``; numba itself is imported (about
 #: a second) and the kernels compiled (a few seconds, then cached on disk) on first use only
@@ -70,7 +80,7 @@ def load() -> bool:
     know they will fit many times (AIM's rounds); the kernels load on their first call.
     Returns :data:`AVAILABLE`."""
     if AVAILABLE:
-        for func in (_calibrate, _l2_terms, _triangulate):
+        for func in (_calibrate, _l2_terms, _triangulate, _extrapolate, _mirror_step):
             _jit(func)
     return AVAILABLE
 
@@ -401,6 +411,32 @@ def _l2_terms(
         for i in range(cn):
             dst[i] += gv[cm[i]]
     return val
+
+
+def _extrapolate(x, z, beta, out):
+    """``out = (x - z) * beta + x``, rounded as numpy's three passes (no fused multiply-add)."""
+    for i in range(x.shape[0]):
+        d = x[i] - z[i]
+        d = d * beta
+        out[i] = d + x[i]
+
+
+def _mirror_step(g, scale, y, out):
+    """``out = g * scale + y``, rounded as numpy's two passes (no fused multiply-add)."""
+    for i in range(g.shape[0]):
+        out[i] = g[i] * scale + y[i]
+
+
+def extrapolate(x: np.ndarray, z: np.ndarray, beta: float, out: np.ndarray) -> None:
+    """The momentum point ``out = x + beta (x - z)`` of the accelerated descent in one pass
+    (bit for bit numpy's ``subtract``, ``*=``, ``+=``)."""
+    _jit(_extrapolate)(x, z, float(beta), out)
+
+
+def mirror_step(g: np.ndarray, eta: float, y: np.ndarray, out: np.ndarray) -> None:
+    """The mirror step ``out = y - eta * g`` in one pass (bit for bit numpy's
+    ``multiply(g, -eta)``, ``+=``)."""
+    _jit(_mirror_step)(g, -float(eta), y, out)
 
 
 def sub_map(sizes: Sequence[int], source: frozenset, axes: frozenset) -> np.ndarray:
