@@ -8,7 +8,8 @@ NIST-MST/MST paper (Eq. 4.1-4.2, Fact 1, Algorithms 7-8):
 * :mod:`.inference` — belief propagation and variable elimination.
 * :mod:`.kernels` — the compiled (numba) belief propagation and objective of the hot loop.
 * :mod:`.measurement` — noisy linear measurements of marginals.
-* :mod:`.estimation` — mirror descent on Eq. (4.2).
+* :mod:`.estimation` — mirror descent on Eq. (4.2), with its optimality certificate.
+* :mod:`.exact` — the exact optimum of Eq. (4.2) by an interior-point QP (the certificate's reference).
 * :mod:`.model` — the fitted model: marginals and synthetic data.
 
 Typical use (what MST/AIM do)::
@@ -20,6 +21,7 @@ Typical use (what MST/AIM do)::
 
 from . import kernels
 from .estimation import estimate, estimation_summary, evaluate_loss
+from .exact import ExactSolution, exact_optimum
 from .factor import Factor
 from .inference import BeliefPropagation, marginal, variable_elimination
 from .junction_tree import (
@@ -34,6 +36,7 @@ from .model import GraphicalModel, synthetic_column
 
 __all__ = [
     "BeliefPropagation",
+    "ExactSolution",
     "Factor",
     "GraphicalModel",
     "JunctionTree",
@@ -45,6 +48,7 @@ __all__ = [
     "estimate_total",
     "estimation_summary",
     "evaluate_loss",
+    "exact_optimum",
     "junction_tree_size",
     "kernels",
     "splice_clique",

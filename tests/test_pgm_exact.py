@@ -1,0 +1,85 @@
+"""The exact optimum of Private-PGM's estimation problem (interior-point QP over the local
+polytope of the junction tree), the independent reference of the certificate:
+
+* it equals the full-joint NNLS optimum on tiny domains (identity, sparse and callable
+  queries);
+* on a larger random problem, every fit's certificate brackets it: ``loss - gap <= L* <=
+  loss``, at every iteration count, and long fits reach it;
+* its clique tables are a point of the local polytope (non-negative, equal on separators,
+  total ``N``);
+* bad input fails with a ``ValueError`` naming the argument.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from margsynth import Domain
+from margsynth.inference.pgm import Measurement, build_junction_tree, estimate, exact_optimum
+from margsynth.inference.pgm.factor import align
+from tests.test_pgm_estimation import _full_joint_reference, _tiny_problem, sample_data
+
+
+@pytest.mark.parametrize("kind", ["identity", "sparse", "callable"])
+def test_exact_optimum_equals_the_full_joint_reference(kind):
+    dom, ms = _tiny_problem(kind)
+    total = 100.0
+    tree = build_junction_tree(dom, [m.clique for m in ms])
+    sol = exact_optimum(dom, tree, ms, total)
+    want = _full_joint_reference(dom, ms, total)
+    assert sol.loss == pytest.approx(want, rel=1e-6, abs=1e-9)
+
+
+def _noisy_problem(seed: int = 0):
+    """Six attributes, a cycle of 2-way and two 3-way measurements with noise large enough
+    that the optimum leaves cells empty (the hard case for the certificate)."""
+    dom = Domain.from_sizes({"a": 3, "b": 4, "c": 2, "d": 5, "e": 3, "f": 2})
+    data = sample_data(dom, 400, seed=seed)
+    rng = np.random.default_rng(seed)
+    cliques = [("a", "b"), ("b", "c"), ("c", "d"), ("d", "a"), ("a", "e", "f"), ("b", "d", "e"), ("f",)]
+    ms = []
+    for c in cliques:
+        truth = data.marginal(c).ravel().astype(float)
+        ms.append(Measurement(c, None, truth + rng.normal(0, 8.0, truth.size), 8.0))
+    return dom, ms, float(len(data))
+
+
+def test_certificates_bracket_the_exact_optimum():
+    dom, ms, total = _noisy_problem()
+    fits = {k: estimate(dom, ms, iters=k, total=total) for k in (0, 20, 100, 500, 3000)}
+    tree = fits[0].tree
+    sol = exact_optimum(dom, tree, ms, total)
+    for k, model in fits.items():
+        loss, gap = model.stats["loss"], model.stats["gap"]
+        assert sol.loss <= loss * (1 + 1e-9) + 1e-9, k
+        assert loss - gap <= sol.loss * (1 + 1e-7) + 1e-7, k
+    # the long fit reaches the optimum
+    assert fits[3000].stats["loss"] == pytest.approx(sol.loss, rel=1e-5)
+
+
+def test_exact_marginals_lie_in_the_local_polytope():
+    dom, ms, total = _noisy_problem(1)
+    tree = build_junction_tree(dom, [m.clique for m in ms])
+    sol = exact_optimum(dom, tree, ms, total)
+    assert all(np.all(t >= 0) for t in sol.marginals)
+    for i, p in enumerate(tree.parent):
+        assert sol.marginals[i].sum() == pytest.approx(total, rel=1e-7)
+        if p >= 0:
+            sep = tree.separator(i)
+            a = align(sol.marginals[i], tree.cliques[i], sep, reduce=True)
+            b = align(sol.marginals[p], tree.cliques[p], sep, reduce=True)
+            np.testing.assert_allclose(a, b, atol=1e-6 * total, rtol=0)
+    assert sol.status.endswith("Solved") and sol.iterations > 0
+
+
+def test_exact_optimum_rejects_bad_input():
+    dom, ms, total = _noisy_problem()
+    tree = build_junction_tree(dom, [m.clique for m in ms])
+    with pytest.raises(ValueError, match="max_cells"):
+        exact_optimum(dom, tree, ms, total, max_cells=10)
+    with pytest.raises(ValueError, match="total"):
+        exact_optimum(dom, tree, ms, -1.0)
+    small = build_junction_tree(dom, [("a", "b")])
+    with pytest.raises(ValueError, match="lies in no clique"):
+        exact_optimum(dom, small, ms, total)
