@@ -215,6 +215,19 @@ def _greedy_elimination(dom, adj, heuristic):
     return order, {c for c in formed if not any(c < d for d in formed)}
 
 
+def _random_graph(rng: np.random.Generator, max_n: int) -> tuple[Domain, dict[str, set[str]]]:
+    """A random graph of 1..``max_n`` vertices (sizes from 1 to 100, a random edge density)."""
+    n = int(rng.integers(1, max_n + 1))
+    dom = Domain.from_sizes({f"v{i}": int(rng.choice([1, 2, 3, 5, 16, 42, 100])) for i in range(n)})
+    p = rng.random()
+    adj: dict[str, set[str]] = {v: set() for v in dom.names}
+    for a, b in itertools.combinations(dom.names, 2):
+        if rng.random() < p:
+            adj[a].add(b)
+            adj[b].add(a)
+    return dom, adj
+
+
 @pytest.mark.parametrize("compiled", [True, False])
 @pytest.mark.parametrize("heuristic", HEURISTICS)
 def test_triangulate_makes_the_choices_of_plain_greedy_elimination(heuristic, compiled, monkeypatch):
@@ -231,14 +244,7 @@ def test_triangulate_makes_the_choices_of_plain_greedy_elimination(heuristic, co
         monkeypatch.setattr(kernels, "triangulate", lambda *a: None)
     rng = np.random.default_rng(11)
     for _ in range(150):
-        n = int(rng.integers(1, 13))
-        dom = Domain.from_sizes({f"v{i}": int(rng.choice([1, 2, 3, 5, 16, 42, 100])) for i in range(n)})
-        p = rng.random()
-        adj = {v: set() for v in dom.names}
-        for a, b in itertools.combinations(dom.names, 2):
-            if rng.random() < p:
-                adj[a].add(b)
-                adj[b].add(a)
+        dom, adj = _random_graph(rng, 12)
         shuffled = {v: adj[v] for v in rng.permutation(dom.names)}
         order, cliques = triangulate(dom, shuffled, heuristic)
         want_order, want_cliques = _greedy_elimination(dom, adj, heuristic)
@@ -259,14 +265,7 @@ def test_best_triangulation_compiled_equals_python(monkeypatch):
     kernels._jit(kernels._triangulate)
     rng = np.random.default_rng(12)
     for _ in range(150):
-        n = int(rng.integers(1, 14))
-        dom = Domain.from_sizes({f"v{i}": int(rng.choice([1, 2, 3, 5, 16, 42, 100])) for i in range(n)})
-        p = rng.random()
-        adj = {v: set() for v in dom.names}
-        for a, b in itertools.combinations(dom.names, 2):
-            if rng.random() < p:
-                adj[a].add(b)
-                adj[b].add(a)
+        dom, adj = _random_graph(rng, 13)
         for h in ("auto", *HEURISTICS):
             total, order, maximal = jt._best_triangulation(dom, adj, h)
             with monkeypatch.context() as m:

@@ -64,7 +64,7 @@ _JIT_LOCK = threading.Lock()
 #: two; nothing else of IEEE arithmetic is relaxed): the polynomial of the exponential
 _FASTMATH = {"_calibrate": {"contract"}}
 #: helpers called from inside kernels (the name is rebound to its compiled version on first use)
-_INLINE = ("_exp_cells", "_eliminate")
+_INLINE = ("_exp_cells", "_scatter_add", "_eliminate")
 #: a fit uses the kernels when ``iterations x cells`` reaches this: below it numpy's per-call
 #: overhead costs less than importing numba and loading the compiled code (~1 s per process)
 WORTH = 2_000_000
@@ -212,6 +212,26 @@ def _exp_cells(e, start, n, bits):
         ee[i] *= bits[i]
 
 
+def _scatter_add(dst, idx, src):
+    """``dst[idx[i]] += src[i]`` for every ``i`` in order, the running value kept in a
+    register while consecutive ``idx`` are equal (the same additions in the same order,
+    without a store and reload per cell: 0.6 instead of 3.6 ns a cell on runs). Compiled
+    inline into :func:`_calibrate`."""
+    n = idx.shape[0]
+    if n == 0:
+        return
+    cur = idx[0]
+    run = dst[cur]
+    for i in range(n):
+        s = idx[i]
+        if s != cur:
+            dst[cur] = run
+            cur = s
+            run = dst[s]
+        run += src[i]
+    dst[cur] = run
+
+
 def _calibrate(
     theta, out, acc, e, bits, mx, sums, ps, c_off, c_len, p_off, p_len, s_off, s_len, ci, pi, cidx, pidx,
     root_off, root_len, log_floor, prob_floor,
@@ -250,17 +270,7 @@ def _calibrate(
             v = a[i] - m[ix[i]]
             ee[i] = v if v > log_floor else log_floor
         _exp_cells(e, co, cn, bits)
-        cur = ix[0] if cn else 0
-        run = sm[cur] if cn else 0.0
-        for i in range(cn):
-            s = ix[i]
-            if s != cur:
-                sm[cur] = run
-                cur = s
-                run = sm[s]
-            run += ee[i]
-        if cn:
-            sm[cur] = run
+        _scatter_add(sm, ix, ee)
         for s in range(sn):  # the message, once per separator cell (m holds it now)
             m[s] += np.log(sm[s])
         pa = acc[po : po + pn]
@@ -295,17 +305,7 @@ def _calibrate(
         pv = out[po : po + pn]
         for s in range(sn):
             q[s] = 0.0
-        cur = px[0] if pn else 0
-        run = q[cur] if pn else 0.0
-        for j in range(pn):
-            s = px[j]
-            if s != cur:
-                q[cur] = run
-                cur = s
-                run = q[s]
-            run += pv[j]
-        if pn:
-            q[cur] = run
+        _scatter_add(q, px, pv)
         for s in range(sn):
             v = q[s] / sm[s]
             if v < prob_floor:
