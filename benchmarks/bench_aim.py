@@ -36,8 +36,12 @@ and whether ours ever ends worse.
 With ``--before-src DIR`` a third path, ``before``, runs ``AIM()`` from another source tree
 (e.g. a checkout of an older version) in the same way.
 
+With ``--repeat K`` every path runs K times per seed, interleaved; the run of median wall
+time stands for the seed in the summaries and the targets, and the repeats must agree
+exactly (selections and tv-3way: the same seed gives the same result).
+
 Run: ``python benchmarks/bench_aim.py --seeds 0 1 2 [--paths reference fast] [--convergence]
-[--before-src DIR] [--mst] [--verbose]``.
+[--before-src DIR] [--repeat K] [--mst] [--verbose]``.
 
 Measured 2026-11-26 16:43 UTC on the project's 2-core machine (idle but for this script;
 its speed drifts by up to ~30% over an hour, so the paths run interleaved), this script
@@ -56,10 +60,14 @@ with ``--before-src`` at cd511c7 (the fast path before that afternoon's kernel w
     speed-up (reference / fast): CPU 4.28x (4.59, 3.86, 4.38), wall 4.91x
     target fast path <= 10 s wall: met
 
-The same comparison with this session's timing script (five interleaved pairs per seed, the
-run alone, kernels preloaded) gave fast / before 5.7-6.2 / 6.9-8.3 s, 7.9-9.4 / 11.8-12.6 s
-and 9.9-11.7 / 14.6-17.0 s for seeds 0 / 1 / 2: on seed 2 the 10 s are met on a quiet
-machine, with little to spare.
+And with ``--paths fast before --before-src <cd511c7> --repeat 3`` at 17:31 UTC (medians, with
+min-max over the three runs; every repeat the same selections and tv-3way as the others)::
+
+    seed=0: fast 4.7 (4.7-5.8) s, before  6.3 ( 6.1- 7.7) s; same 28 selections
+    seed=1: fast 6.7 (6.7-8.3) s, before 10.2 ( 9.3-10.2) s; same 28 selections
+    seed=2: fast 8.8 (8.7-10.6) s, before 15.7 (12.8-16.9) s; same 32 selections
+    speed-up (before / fast): CPU 1.45x (1.26, 1.43, 1.65), wall 1.54x
+    target fast path <= 10 s wall: met (on the medians; one run of seed 2 took 10.6 s)
 
 An earlier measurement the same day (14:59, the fast path at 5773c1e against e5dce4b): fast
 7.8 / 12.8 / 14.6 s, before 11.0 / 17.3 / 21.9 s, reference 37.3 / 47.5 / 63.0 s wall. And
@@ -188,6 +196,14 @@ def main(argv: list[str] | None = None) -> int:
         help="also run AIM() from this source directory (path 'before', e.g. a checkout of the code before "
         "the fast path: --before-src /path/to/old/src); implies --paths ... before",
     )
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="K",
+        help="run every path K times per seed, interleaved (this machine's speed drifts): each run is printed, "
+        "the summaries and targets use the run of median wall time, and the repeats must agree exactly",
+    )
     ap.add_argument("--mst", action="store_true", help="also run MST on the same seeds")
     ap.add_argument("--verbose", action="store_true", help="print every AIM round")
     ap.add_argument(
@@ -208,20 +224,38 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--paths before needs --before-src DIR")
 
     print(f"adult, AIM at its published defaults; eps={args.epsilon:g}, delta={args.delta:g}; seeds {args.seeds}")
+    if args.repeat < 1:
+        ap.error(f"--repeat must be >= 1, got {args.repeat}")
     rows: dict[str, list[dict]] = {p: [] for p in args.paths}
+    deterministic = True
     for seed in args.seeds:
-        for name in args.paths:
-            r = _run(name, seed, args)
-            rows[name].append(r)
-            est = r["estimation"]
-            print(
-                f"AIM {name:<9} seed={seed}: tv-3way={r['tv3']:.4f}  {r['wall']:6.1f} s wall  {r['cpu']:6.1f} s CPU  "
-                f"peak {r['peak_mb']:,.0f} MiB  (select {r['select']:.1f} s, estimate {r['estimate']:.1f} s, "
-                f"generate {r['generate']:.1f} s wall; {r['rounds']} rounds, {r['anneal']} annealing, "
-                f"{r['iterations']} round iterations + {r['final_iterations']} final, final model {r['model_mb']:.2f} MB, "
-                f"final gap/loss {est['gap'] / est['loss']:.1e}), eps spent {r['eps']:.6g}",
-                flush=True,
-            )
+        runs: dict[str, list[dict]] = {p: [] for p in args.paths}
+        for rep in range(args.repeat):
+            for name in args.paths:
+                r = _run(name, seed, args)
+                runs[name].append(r)
+                est = r["estimation"]
+                print(
+                    f"AIM {name:<9} seed={seed}{f' run {rep + 1}' if args.repeat > 1 else ''}: tv-3way={r['tv3']:.4f}  "
+                    f"{r['wall']:6.1f} s wall  {r['cpu']:6.1f} s CPU  "
+                    f"peak {r['peak_mb']:,.0f} MiB  (select {r['select']:.1f} s, estimate {r['estimate']:.1f} s, "
+                    f"generate {r['generate']:.1f} s wall; {r['rounds']} rounds, {r['anneal']} annealing, "
+                    f"{r['iterations']} round iterations + {r['final_iterations']} final, final model "
+                    f"{r['model_mb']:.2f} MB, final gap/loss {est['gap'] / est['loss']:.1e}), eps spent {r['eps']:.6g}",
+                    flush=True,
+                )
+        for name, rs in runs.items():
+            # the run of median wall time stands for the seed; the repeats must be the same run
+            rows[name].append(sorted(rs, key=lambda r: r["wall"])[(len(rs) - 1) // 2])
+            if len(rs) > 1:
+                same = all(r["selected"] == rs[0]["selected"] and r["tv3"] == rs[0]["tv3"] for r in rs)
+                deterministic &= same
+                walls = sorted(r["wall"] for r in rs)
+                print(
+                    f"  seed={seed} {name}: wall min / median / max {walls[0]:.1f} / {rows[name][-1]['wall']:.1f} / "
+                    f"{walls[-1]:.1f} s over {len(rs)} runs; repeats {'identical' if same else 'DIFFER'}",
+                    flush=True,
+                )
         if rows.get("fast") and rows["fast"][-1].get("published"):
             pub = rows["fast"][-1]["published"]
             for kind in ("round", "final"):
@@ -292,6 +326,9 @@ def main(argv: list[str] | None = None) -> int:
             f"(machine load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; measure on a quiet machine)"
         )
         ok = tv_ok
+    if args.repeat > 1:
+        print(f"same seed, same result on every repeat: {'yes' if deterministic else 'NO'}")
+        ok = ok and deterministic
     return 0 if ok else 1
 
 
