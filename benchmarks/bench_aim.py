@@ -34,13 +34,15 @@ start, and the script reports after how many of our iterations our loss reaches 
 and whether ours ever ends worse.
 
 With ``--before-src DIR`` a third path, ``before``, runs ``AIM()`` from another source tree
-(e.g. a checkout of an older version) in the same way.
+(e.g. a checkout of an older version) in the same way. The path ``exact`` is the fast path
+with a certified final fit, ``create("aim", method="interior_point")`` (the final model's
+problem solved exactly by an interior-point method; same rounds, selections and ledger).
 
 With ``--repeat K`` every path runs K times per seed, interleaved; the run of median wall
 time stands for the seed in the summaries and the targets, and the repeats must agree
 exactly (selections and tv-3way: the same seed gives the same result).
 
-Run: ``python benchmarks/bench_aim.py --seeds 0 1 2 [--paths reference fast] [--convergence]
+Run: ``python benchmarks/bench_aim.py --seeds 0 1 2 [--paths reference fast exact] [--convergence]
 [--before-src DIR] [--repeat K] [--mst] [--verbose]``.
 
 Measured 2026-11-26 16:43 UTC on the project's 2-core machine (idle but for this script;
@@ -68,6 +70,17 @@ min-max over the three runs; every repeat the same selections and tv-3way as the
     seed=2: fast 8.8 (8.7-10.6) s, before 15.7 (12.8-16.9) s; same 32 selections
     speed-up (before / fast): CPU 1.45x (1.26, 1.43, 1.65), wall 1.54x
     target fast path <= 10 s wall: met (on the medians; one run of seed 2 took 10.6 s)
+
+And with ``--paths fast exact`` at 18:00 UTC (one run each; tests ran alongside, so the
+wall times are high)::
+
+    fast  seed=0: tv-3way 0.0931   6.4 s wall  final gap/loss 7.5e-01  peak 346 MiB
+    exact seed=0: tv-3way 0.0948  10.5 s wall  final gap/loss 4.6e-10  peak 381 MiB  (final fit 5.5 s, 32 it.)
+    fast  seed=1: tv-3way 0.0880   9.1 s wall  final gap/loss 8.3e-01  peak 403 MiB
+    exact seed=1: tv-3way 0.0910  39.2 s wall  final gap/loss 1.5e-10  peak 615 MiB  (final fit 31.5 s, 41 it.)
+    fast  seed=2: tv-3way 0.0931  10.4 s wall  final gap/loss 8.1e-01  peak 368 MiB
+    exact seed=2: tv-3way 0.0955  38.7 s wall  final gap/loss 3.3e-10  peak 576 MiB  (final fit 30.5 s, 35 it.)
+    same selections on 3 of 3 seeds; exact / fast 3.2x wall
 
 An earlier measurement the same day (14:59, the fast path at 5773c1e against e5dce4b): fast
 7.8 / 12.8 / 14.6 s, before 11.0 / 17.3 / 21.9 s, reference 37.3 / 47.5 / 63.0 s wall. And
@@ -97,7 +110,12 @@ import numpy as np
 
 TARGET_SECONDS = 10.0
 TARGET_TV3 = 0.100
-PATHS = {"reference": {"incremental": False, "iters": 1000, "final_iters": 2500}, "fast": {}, "before": {}}
+PATHS = {
+    "reference": {"incremental": False, "iters": 1000, "final_iters": 2500},
+    "fast": {},
+    "before": {},
+    "exact": {"method": "interior_point"},  # the fast path with a certified (interior-point) final fit
+}
 
 
 def _published_comparison() -> list[dict]:
@@ -138,12 +156,12 @@ def _published_comparison() -> list[dict]:
 def _worker(path: str, seed: int, epsilon: float, delta: float, verbose: bool, convergence: bool = False) -> None:
     """One AIM run in this process; prints one JSON line."""
     from margsynth.data import load
-    from margsynth.mechanisms.aim import AIM
+    from margsynth.mechanisms.registry import create
     from margsynth.metrics.suite import tv_kway
 
     published = _published_comparison() if convergence else None
     data = load("adult")
-    mech = AIM(verbose=verbose, **PATHS[path])
+    mech = create("aim", verbose=verbose, **PATHS[path])  # routes "method" to the final fit's generator
     t0, c0 = time.perf_counter(), time.process_time()
     res = mech.run(data, epsilon, delta, np.random.default_rng(seed))
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0

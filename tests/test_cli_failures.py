@@ -670,6 +670,8 @@ def test_query_mechanisms_run_from_the_cli_same_seed_same_bytes(toy, capsys, mec
     assert side["ledger"] and side["ledger"][0]["label"] == "measure total"
     assert side["budget"]["spent"] <= side["budget"]["total"] * (1 + 1e-12)
     assert pd.read_csv(toy / "a.csv").columns.tolist() == ["x", "y", "z"]
+
+
 # ----------------------------------------------------------------------------- saved models and sample
 @pytest.fixture
 def toy_model(toy):
@@ -897,4 +899,22 @@ def test_gap_tol_reaches_every_pgm_mechanism_from_the_cli(toy, capsys):
     capsys.readouterr()
     assert main(_synth(toy, "-p", "gap_tol=-1", out=toy / "bad.csv")) == 2
     _one_line_error(capsys.readouterr().err, "gap_tol")
+    assert _tree(toy) == before
+
+
+def test_interior_point_final_fit_from_the_cli(toy, capsys):
+    """``-p method=interior_point`` makes the final fit the exact optimum of Eq. (4.2): the
+    sidecar certifies it (gap far below 1e-3 of the loss) and names the method; an unknown
+    method, or a descent stopping rule alongside, exits 2 with one line and writes nothing."""
+    assert main(_synth(toy, "-p", "method='interior_point'", mech="aim", out=toy / "exact.csv")) == 0
+    side = json.loads((toy / "exact.csv.json").read_text())
+    est = side["estimation"]
+    assert est["method"] == "interior_point" and est["gap"] <= 1e-6 * est["loss"]
+    assert side["parameters"]["generator"]["method"] == "interior_point"
+    before = _tree(toy)
+    capsys.readouterr()
+    assert main(_synth(toy, "-p", "method='newton'", out=toy / "bad.csv")) == 2
+    _one_line_error(capsys.readouterr().err, "method", "newton", "interior_point")
+    assert main(_synth(toy, "-p", "method='interior_point'", "-p", "gap_tol=1e-3", out=toy / "bad.csv")) == 2
+    _one_line_error(capsys.readouterr().err, "gap_tol", "interior_point")
     assert _tree(toy) == before

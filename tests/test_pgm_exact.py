@@ -83,3 +83,79 @@ def test_exact_optimum_rejects_bad_input():
     small = build_junction_tree(dom, [("a", "b")])
     with pytest.raises(ValueError, match="lies in no clique"):
         exact_optimum(dom, small, ms, total)
+
+
+# -- the interior point as an estimator: estimate(..., method="interior_point") -------------
+
+
+@pytest.mark.parametrize("kind", ["identity", "sparse", "callable"])
+def test_interior_point_fit_reaches_the_full_joint_optimum(kind):
+    dom, ms = _tiny_problem(kind)
+    total = 100.0
+    model = estimate(dom, ms, method="interior_point", total=total)
+    want = _full_joint_reference(dom, ms, total)
+    assert model.stats["loss"] == pytest.approx(want, rel=1e-6, abs=1e-9)
+    assert 0 <= model.stats["gap"] <= 1e-6 * max(want, 1.0)
+
+
+def test_interior_point_fit_is_the_exact_optimum_and_certifies_it():
+    """The model factorised from the optimal clique tables has the solver's loss (its own
+    loss, computed by the descent's objective), marginals equal to the tables, and a
+    certificate (an independent check of the solver) far below the target 1e-3 L."""
+    dom, ms, total = _noisy_problem()
+    model = estimate(dom, ms, method="interior_point", total=total)
+    st = model.stats
+    sol = exact_optimum(dom, model.tree, ms, total)
+    assert st["method"] == "interior_point" and st["iterations"] == sol.iterations > 0
+    assert st["loss"] == pytest.approx(sol.loss, rel=1e-8)
+    assert st["solver_loss"] == pytest.approx(sol.loss, rel=1e-12)
+    assert 0 <= st["gap"] <= 1e-6 * st["loss"]
+    # certificates bracket: the descent never beats it, and its own bracket holds
+    long = estimate(dom, ms, iters=3000, total=total)
+    assert st["loss"] <= long.stats["loss"] * (1 + 1e-9)
+    assert long.stats["loss"] - long.stats["gap"] <= st["loss"] * (1 + 1e-7)
+    for i, c in enumerate(model.tree.cliques):
+        np.testing.assert_allclose(model.project(c), sol.marginals[i], atol=1e-6 * total, rtol=0)
+    # the summary every mechanism reports
+    from margsynth.inference.pgm import estimation_summary
+
+    assert estimation_summary(model) == {
+        "loss": st["loss"],
+        "gap": st["gap"],
+        "iterations": sol.iterations,
+        "method": "interior_point",
+    }
+
+
+def test_interior_point_fit_is_deterministic_and_keeps_the_structure():
+    dom, ms, total = _noisy_problem(2)
+    a = estimate(dom, ms, method="interior_point", total=total, extra_cliques=[("c", "e", "f")])
+    b = estimate(dom, ms, method="interior_point", total=total, extra_cliques=[("c", "e", "f")])
+    assert a.tree.find_clique(("c", "e", "f")) is not None
+    assert all(x.tobytes() == y.tobytes() for x, y in zip(a.theta, b.theta))
+    rng = np.random.default_rng(0)
+    assert a.synthetic_data(50, rng=rng).df.equals(b.synthetic_data(50, rng=np.random.default_rng(0)).df)
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"loss": "l1"}, "L2 loss only"),
+        ({"iters": 0}, "iteration cap"),
+        ({"rtol": 1e-6}, "rtol applies to the descent"),
+        ({"gap_tol": 1e-3}, "gap_tol applies to the descent"),
+        ({"step_size": 1.0}, "step_size applies to the descent"),
+        ({"callback": lambda *a: None}, "callback applies to the descent"),
+        ({"method": "newton"}, "method must be one of"),
+    ],
+)
+def test_interior_point_rejects_what_it_cannot_honour(kw, match):
+    dom, ms, total = _noisy_problem()
+    with pytest.raises(ValueError, match=match):
+        estimate(dom, ms, total=total, **{"method": "interior_point", **kw})
+
+
+def test_interior_point_reports_a_solver_that_stops_short():
+    dom, ms, total = _noisy_problem()
+    with pytest.raises(RuntimeError, match="MaxIterations"):
+        estimate(dom, ms, total=total, method="interior_point", iters=2)

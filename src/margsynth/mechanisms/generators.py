@@ -34,7 +34,14 @@ from ..domain import Domain
 from ..inference.consistency import make_consistent
 from ..inference.generated import Generated
 from ..inference.gum import GUM
-from ..inference.pgm import GraphicalModel, ModelTooLargeError, estimate, estimation_summary, junction_tree_size
+from ..inference.pgm import (
+    METHODS,
+    GraphicalModel,
+    ModelTooLargeError,
+    estimate,
+    estimation_summary,
+    junction_tree_size,
+)
 from ..privacy import NoisyMarginals
 from .base import bounded_records, check_records
 
@@ -69,12 +76,17 @@ class PGMGenerator:
     a ``ValueError``) before it is allocated; ``None``: no limit. ``gap_tol``: stop the fit
     as soon as its certified gap is at most ``gap_tol`` times its loss (a certified stop);
     ``rtol``: once its loss stalls (an uncertified one); see
-    :func:`~margsynth.inference.pgm.estimate`. ``None``: all ``iters``."""
+    :func:`~margsynth.inference.pgm.estimate`. ``None``: all ``iters``. ``method``: the
+    estimator's algorithm (``"accelerated"``, the default; ``"mirror_descent"``; or
+    ``"interior_point"``, the exact optimum by an interior-point solver, certified to ~1e-8
+    of its loss but far slower on large models; ``iters`` then caps the solver's iterations
+    and ``rtol``/``gap_tol`` must be ``None``)."""
 
     iters: int = 1000
     memory_limit_mb: float | None = None
     rtol: float | None = None
     gap_tol: float | None = None
+    method: str = "accelerated"
 
     name: ClassVar[str] = "pgm"
 
@@ -93,6 +105,17 @@ class PGMGenerator:
                 isinstance(r, bool) or not isinstance(r, (int, float)) or not math.isfinite(r) or r < 0
             ):
                 raise ValueError(f"{field} must be a finite number >= 0 or None, got {r!r}")
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
+        if self.method == "interior_point":
+            for field in ("rtol", "gap_tol"):
+                if getattr(self, field) is not None:
+                    raise ValueError(
+                        f"{field}={getattr(self, field)!r} stops the descent; method='interior_point' solves to "
+                        f"optimality (set {field}=None)"
+                    )
+            if self.iters < 1:
+                raise ValueError(f"iters (the interior point's iteration cap) must be >= 1, got {self.iters!r}")
 
     def check_size(self, domain: Domain, cliques: Sequence[Sequence[str]]) -> float:
         """The junction tree's size in MiB; ``ModelTooLargeError`` over ``memory_limit_mb``
@@ -120,7 +143,7 @@ class PGMGenerator:
         """The Private-PGM model (Eq. 4.2) of ``marginals`` (each its own Eq. 4.1 term);
         ``extra_cliques``: unmeasured attribute sets the model's structure includes
         (e.g. AIM's last junction tree, so a warm start carries over exactly)."""
-        kw: dict[str, Any] = {"iters": int(self.iters)}
+        kw: dict[str, Any] = {"iters": int(self.iters), "method": self.method}
         if warm_start is not None:
             kw["warm_start"] = warm_start
         if extra_cliques:

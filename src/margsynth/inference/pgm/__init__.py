@@ -9,7 +9,8 @@ NIST-MST/MST paper (Eq. 4.1-4.2, Fact 1, Algorithms 7-8):
 * :mod:`.kernels` — the compiled (numba) belief propagation and objective of the hot loop.
 * :mod:`.measurement` — noisy linear measurements of marginals.
 * :mod:`.estimation` — mirror descent on Eq. (4.2), with its optimality certificate.
-* :mod:`.exact` — the exact optimum of Eq. (4.2) by an interior-point QP (the certificate's reference).
+* :mod:`.exact` — the exact optimum of Eq. (4.2) by an interior-point QP (the certificate's
+  reference, and ``estimate(..., method="interior_point")``).
 * :mod:`.model` — the fitted model: marginals and synthetic data.
 
 Typical use (what MST/AIM do)::
@@ -20,7 +21,7 @@ Typical use (what MST/AIM do)::
 """
 
 from . import kernels
-from .estimation import estimate, estimation_summary, evaluate_loss
+from .estimation import METHODS, estimate, estimation_summary, evaluate_loss
 from .exact import ExactSolution, exact_optimum
 from .factor import Factor
 from .inference import BeliefPropagation, marginal, variable_elimination
@@ -35,6 +36,7 @@ from .measurement import Measurement, compile_measurements, estimate_total
 from .model import GraphicalModel, synthetic_column
 
 __all__ = [
+    "METHODS",
     "BeliefPropagation",
     "ExactSolution",
     "Factor",

@@ -86,6 +86,7 @@ from tqdm.auto import tqdm
 
 from ...domain import Domain
 from . import kernels
+from .exact import solve as exact_solve
 from .factor import align
 from .inference import BeliefPropagation, marginal
 from .junction_tree import build_junction_tree
@@ -223,6 +224,7 @@ class Objective:
             )
             for i, t in enumerate(folded)
         ]
+
         def cell_map(c: int, shape: tuple[int, ...]) -> np.ndarray:
             """For each cell of clique ``c`` (flat, C order), its cell in the sub-clique
             marginal of keepdims ``shape``."""
@@ -375,15 +377,25 @@ def _initial_theta(bp: BeliefPropagation, warm_start: GraphicalModel | None) -> 
             i = tree.find_clique(c)
             views[i] += align(th, c, tree.cliques[i])
         return theta
-    # the old cliques do not all fit: junction-tree factorisation of the old model's
-    # marginals over the new tree (theta_C = log mu_C - log mu_S)
+    # the old cliques do not all fit: the old model's marginals, factorised over the new tree
+    return _factorised_theta(bp, lambda i, attrs: warm_start.probabilities(attrs))
+
+
+def _factorised_theta(bp: BeliefPropagation, marginal: Callable[[int, tuple], np.ndarray]) -> np.ndarray:
+    """Log-potentials of the junction-tree factorisation ``P(x) = prod_C mu_C(x_C) /
+    prod_S mu_S(x_S)``: ``theta_C = log mu_C - log mu_{S_C}`` (``S_C`` the separator to the
+    parent; Koller & Friedman 2009, §10.3), flat. ``marginal(i, attrs)``: the probability
+    table over ``attrs`` (clique ``i`` or its separator); empty cells are floored at 1e-300.
+    Exact for consistent marginals: the model's marginals are then the ``mu_C``."""
+    theta = np.zeros(bp.size)
+    views = bp.views(theta)
+    tree = bp.tree
     floor = 1e-300
     for i in tree.order:
-        mu = np.maximum(warm_start.probabilities(tree.cliques[i]), floor)
-        views[i] += np.log(mu)
+        views[i] += np.log(np.maximum(marginal(i, tree.cliques[i]), floor))
         sep = tree.separator(i)
         if sep:
-            ms = np.maximum(warm_start.probabilities(sep), floor)
+            ms = np.maximum(marginal(i, sep), floor)
             views[i] -= align(np.log(ms), sep, tree.cliques[i])
     return theta
 
@@ -413,7 +425,9 @@ def _single_threaded_blas():
 _BLAS_CONTROLLER = None
 
 
-METHODS = ("accelerated", "mirror_descent")
+METHODS = ("accelerated", "mirror_descent", "interior_point")
+#: the interior-point solver's relative gap and feasibility tolerances (``method="interior_point"``)
+INTERIOR_POINT_TOL = 1e-9
 
 
 def estimate(
@@ -443,7 +457,8 @@ def estimate(
         :class:`~.measurement.Measurement` objects (validated here; errors
         name the measurement).
     iters:
-        Iterations (each: one accepted mirror step).
+        Iterations (each: one accepted mirror step; for ``"interior_point"``,
+        the cap on the solver's iterations).
     total:
         Number of records ``N``. ``None``: estimated from the measurements by
         :func:`~.measurement.estimate_total` (inverse-variance weighted); if
@@ -459,6 +474,20 @@ def estimate(
         ``"mirror_descent"``: the plain algorithm of McKenna et al. (2019,
         Alg. 1), ~1.3 belief propagations per iteration. Both are monotone.
         (The L1 loss always uses the subgradient schedule.)
+        ``"interior_point"`` (L2 loss only): no descent; the problem is solved
+        exactly as a quadratic program over the junction tree's local polytope
+        by an interior-point solver (:mod:`.exact`, Clarabel; ``iters`` caps
+        its iterations, ~30-40 are typical; a ``RuntimeError`` if it stops
+        short), and the optimal clique tables are factorised into the model
+        (``theta_C = log mu_C - log mu_S``). Its certificate, computed as for
+        any fit, reads ~1e-9 of the loss. The cost grows quickly with the
+        cells (AIM's final models of adult: ~5 s for 12,000 cells, ~30 s for
+        65,000, against ~1 s for 500 descent iterations), and on noisy
+        measurements the exact optimum fits the noise more closely than an
+        early-stopped descent (docs/notes/aim.md). ``warm_start`` then only
+        supplies a fallback total; ``step_size``, ``rtol``, ``gap_tol`` and
+        ``callback`` belong to the descent (``ValueError``), ``progress`` is
+        ignored.
     warm_start:
         A previous model (e.g. AIM's last round): its potentials start the
         descent, and its last step size seeds the line search.
@@ -896,6 +925,14 @@ def _estimate(
         raise ValueError(f"gap_tol must be a finite number >= 0 or None, got {gap_tol!r}")
     if rtol is not None and (isinstance(rtol, bool) or not np.isfinite(rtol) or rtol < 0):
         raise ValueError(f"rtol must be a finite number >= 0 or None, got {rtol!r}")
+    if method == "interior_point":
+        if loss != "l2":
+            raise ValueError(f"method='interior_point' solves the L2 loss only, got loss={loss!r}")
+        if iters < 1:
+            raise ValueError(f"iters (the interior point's iteration cap) must be >= 1, got {iters!r}")
+        for name, value in (("step_size", step_size), ("rtol", rtol), ("gap_tol", gap_tol), ("callback", callback)):
+            if value is not None:
+                raise ValueError(f"{name} applies to the descent methods, not to method='interior_point'")
     compiled = compile_measurements(domain, measurements)
     if not compiled:
         raise ValueError("estimate needs at least one measurement")
@@ -922,6 +959,8 @@ def _estimate(
     obj = Objective(bp, compiled, total, loss, kernel=fast)
     ev = _Evaluator(bp, obj, fast)
 
+    if method == "interior_point":
+        return _interior_point(domain, tree, bp, ev, compiled, total, total_estimated, iters, t0)
     s = _Iterate(ev, _initial_theta(bp, warm_start))
     if step_size is not None:
         s.eta = float(step_size)
@@ -945,15 +984,12 @@ def _estimate(
         ev.count -= 1  # not a descent evaluation
         s.gap_stop = False
     gap = s.last_gap if s.gap_stop else s.gap()
-    theta, val = s.theta, s.val
-    # shift log Z into the root's potential (a tidy, normalised parameter vector)
-    th_views = bp.views(theta)
-    log_z = bp.calibrate_flat(theta, s.p_new, compiled=fast)
-    th_views[tree.root] -= log_z
-    model = GraphicalModel(domain, tree, [v.copy() for v in th_views], total)
-    model.stats.update(
+    return _model(
+        domain,
+        tree,
+        s,
+        total,
         loss_history=history,
-        loss=float(val),
         gap=float(gap),
         step_size=float(s.eta) if smooth else float(s.eta0),
         iterations=history.size,
@@ -964,7 +1000,53 @@ def _estimate(
         setup_seconds=setup,
         seconds=time.perf_counter() - t0,
     )
+
+
+def _model(domain: Domain, tree, s: _Iterate, total: float, **stats) -> GraphicalModel:
+    """The fitted model at the iterate ``s`` (its ``loss`` and the given ``stats``), with
+    ``log Z`` shifted into the root's potential (a tidy, normalised parameter vector)."""
+    bp = s.ev.bp
+    th_views = bp.views(s.theta)
+    log_z = bp.calibrate_flat(s.theta, s.p_new, compiled=s.ev.compiled)
+    th_views[tree.root] -= log_z
+    model = GraphicalModel(domain, tree, [v.copy() for v in th_views], total)
+    model.stats.update(loss=float(s.val), **stats)
     return model
+
+
+def _interior_point(domain, tree, bp, ev, compiled, total, total_estimated, iters, t0) -> GraphicalModel:
+    """``method="interior_point"``: Eq. (4.2) solved exactly over the junction tree's local
+    polytope (:func:`.exact.solve`, Clarabel, at most ``iters`` iterations), the optimal
+    clique tables factorised into log-potentials (:func:`_factorised_theta`), and the model's
+    own loss and certificate computed as for any fit (so the certificate checks the solver)."""
+    setup = time.perf_counter() - t0
+    sol = exact_solve(domain, tree, compiled, total, tol=INTERIOR_POINT_TOL, max_iter=iters)
+
+    def table(i: int, attrs: tuple) -> np.ndarray:
+        t = sol.marginals[i] / total
+        keep = set(attrs)
+        return t.sum(axis=tuple(j for j, a in enumerate(tree.cliques[i]) if a not in keep))
+
+    s = _Iterate(ev, _factorised_theta(bp, table))
+    gap = s.gap()
+    return _model(
+        domain,
+        tree,
+        s,
+        total,
+        loss_history=np.array([s.val]),
+        gap=float(gap),
+        step_size=1.0 / max(ev.obj.lipschitz, 1e-300),
+        iterations=sol.iterations,
+        evaluations=ev.count,
+        restarts=0,
+        method="interior_point",
+        total_estimated=total_estimated,
+        setup_seconds=setup,
+        solver_seconds=sol.seconds,
+        solver_loss=sol.loss,
+        seconds=time.perf_counter() - t0,
+    )
 
 
 def estimation_summary(model: GraphicalModel) -> dict:
