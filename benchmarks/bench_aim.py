@@ -36,7 +36,8 @@ and whether ours ever ends worse.
 With ``--before-src DIR`` a third path, ``before``, runs ``AIM()`` from another source tree
 (e.g. a checkout of an older version) in the same way. The path ``exact`` is the fast path
 with a certified final fit, ``create("aim", method="interior_point")`` (the final model's
-problem solved exactly by an interior-point method; same rounds, selections and ledger).
+optimal face found by an interior-point method, then the descent on it to the
+maximum-entropy optimum; same rounds, selections and ledger).
 
 With ``--repeat K`` every path runs K times per seed, interleaved; the run of median wall
 time stands for the seed in the summaries and the targets, and the repeats must agree
@@ -71,16 +72,15 @@ min-max over the three runs; every repeat the same selections and tv-3way as the
     speed-up (before / fast): CPU 1.45x (1.26, 1.43, 1.65), wall 1.54x
     target fast path <= 10 s wall: met (on the medians; one run of seed 2 took 10.6 s)
 
-And with ``--paths fast exact`` at 18:00 UTC (one run each; tests ran alongside, so the
-wall times are high)::
+And with ``--paths fast exact`` at 18:36 UTC (one run each)::
 
-    fast  seed=0: tv-3way 0.0931   6.4 s wall  final gap/loss 7.5e-01  peak 346 MiB
-    exact seed=0: tv-3way 0.0948  10.5 s wall  final gap/loss 4.6e-10  peak 381 MiB  (final fit 5.5 s, 32 it.)
-    fast  seed=1: tv-3way 0.0880   9.1 s wall  final gap/loss 8.3e-01  peak 403 MiB
-    exact seed=1: tv-3way 0.0910  39.2 s wall  final gap/loss 1.5e-10  peak 615 MiB  (final fit 31.5 s, 41 it.)
-    fast  seed=2: tv-3way 0.0931  10.4 s wall  final gap/loss 8.1e-01  peak 368 MiB
-    exact seed=2: tv-3way 0.0955  38.7 s wall  final gap/loss 3.3e-10  peak 576 MiB  (final fit 30.5 s, 35 it.)
-    same selections on 3 of 3 seeds; exact / fast 3.2x wall
+    fast  seed=0: tv-3way 0.0931   5.5 s wall  final gap/loss 7.5e-01  peak 346 MiB
+    exact seed=0: tv-3way 0.0938  11.7 s wall  final gap/loss 2.6e-04  peak 379 MiB  (final fit 6.5 s)
+    fast  seed=1: tv-3way 0.0880   8.7 s wall  final gap/loss 8.3e-01  peak 401 MiB
+    exact seed=1: tv-3way 0.0881  51.8 s wall  final gap/loss 7.0e-04  peak 610 MiB  (final fit 44.2 s)
+    fast  seed=2: tv-3way 0.0931  11.4 s wall  final gap/loss 8.1e-01  peak 366 MiB
+    exact seed=2: tv-3way 0.0933  47.4 s wall  final gap/loss 5.3e-04  peak 572 MiB  (final fit 39.4 s)
+    same selections on 3 of 3 seeds; exact / fast 4.1x wall
 
 An earlier measurement the same day (14:59, the fast path at 5773c1e against e5dce4b): fast
 7.8 / 12.8 / 14.6 s, before 11.0 / 17.3 / 21.9 s, reference 37.3 / 47.5 / 63.0 s wall. And

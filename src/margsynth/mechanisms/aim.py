@@ -125,10 +125,10 @@ class AIM:
     generator:
         The GENERATE step (:mod:`.generators`); ``None``: ``PGMGenerator(iters=final_iters)``
         warm-started from the last round's model, as AIM. A certified final fit:
-        ``create("aim", method="interior_point")`` (CLI: ``-p method=interior_point``) solves
-        the final model's problem exactly (:func:`~margsynth.inference.pgm.estimate`),
-        gap/loss ~1e-10 instead of ~0.8, at 5-30 s more on adult and a slightly worse
-        tv-3way (docs/notes/aim.md).
+        ``create("aim", method="interior_point")`` (CLI: ``-p method=interior_point``) fits
+        the final model to its optimum (:func:`~margsynth.inference.pgm.estimate`), gap/loss
+        3-7e-4 instead of ~0.8 on adult, the same tv-3way, at 6-45 s more
+        (docs/notes/aim.md).
     alpha:
         The budget split of every round: share ``alpha`` of it measures (Gaussian), the
         rest ``1 - alpha`` selects (exponential mechanism); 0.9 in AIM Alg. 2.

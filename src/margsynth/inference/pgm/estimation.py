@@ -377,25 +377,15 @@ def _initial_theta(bp: BeliefPropagation, warm_start: GraphicalModel | None) -> 
             i = tree.find_clique(c)
             views[i] += align(th, c, tree.cliques[i])
         return theta
-    # the old cliques do not all fit: the old model's marginals, factorised over the new tree
-    return _factorised_theta(bp, lambda i, attrs: warm_start.probabilities(attrs))
-
-
-def _factorised_theta(bp: BeliefPropagation, marginal: Callable[[int, tuple], np.ndarray]) -> np.ndarray:
-    """Log-potentials of the junction-tree factorisation ``P(x) = prod_C mu_C(x_C) /
-    prod_S mu_S(x_S)``: ``theta_C = log mu_C - log mu_{S_C}`` (``S_C`` the separator to the
-    parent; Koller & Friedman 2009, §10.3), flat. ``marginal(i, attrs)``: the probability
-    table over ``attrs`` (clique ``i`` or its separator); empty cells are floored at 1e-300.
-    Exact for consistent marginals: the model's marginals are then the ``mu_C``."""
-    theta = np.zeros(bp.size)
-    views = bp.views(theta)
-    tree = bp.tree
+    # the old cliques do not all fit: junction-tree factorisation of the old model's
+    # marginals over the new tree (theta_C = log mu_C - log mu_S)
     floor = 1e-300
     for i in tree.order:
-        views[i] += np.log(np.maximum(marginal(i, tree.cliques[i]), floor))
+        mu = np.maximum(warm_start.probabilities(tree.cliques[i]), floor)
+        views[i] += np.log(mu)
         sep = tree.separator(i)
         if sep:
-            ms = np.maximum(marginal(i, sep), floor)
+            ms = np.maximum(warm_start.probabilities(sep), floor)
             views[i] -= align(np.log(ms), sep, tree.cliques[i])
     return theta
 
@@ -426,8 +416,14 @@ _BLAS_CONTROLLER = None
 
 
 METHODS = ("accelerated", "mirror_descent", "interior_point")
-#: the interior-point solver's relative gap and feasibility tolerances (``method="interior_point"``)
+#: ``method="interior_point"``: the solver's relative gap and feasibility tolerances; then the
+#: descent on the optimal face stops at a certified gap of ``FACE_GAP_TOL * loss`` (unless
+#: ``gap_tol`` says otherwise), once its loss stalls (``FACE_RTOL``: at the rounding of the
+#: arithmetic, where the certificate cannot close further), or after ``FACE_MAX_ITERS``
 INTERIOR_POINT_TOL = 1e-9
+FACE_GAP_TOL = 1e-6
+FACE_RTOL = 1e-12
+FACE_MAX_ITERS = 20_000
 
 
 def estimate(
@@ -458,7 +454,7 @@ def estimate(
         name the measurement).
     iters:
         Iterations (each: one accepted mirror step; for ``"interior_point"``,
-        the cap on the solver's iterations).
+        the cap on the interior point's iterations).
     total:
         Number of records ``N``. ``None``: estimated from the measurements by
         :func:`~.measurement.estimate_total` (inverse-variance weighted); if
@@ -474,20 +470,27 @@ def estimate(
         ``"mirror_descent"``: the plain algorithm of McKenna et al. (2019,
         Alg. 1), ~1.3 belief propagations per iteration. Both are monotone.
         (The L1 loss always uses the subgradient schedule.)
-        ``"interior_point"`` (L2 loss only): no descent; the problem is solved
-        exactly as a quadratic program over the junction tree's local polytope
-        by an interior-point solver (:mod:`.exact`, Clarabel; ``iters`` caps
-        its iterations, ~30-40 are typical; a ``RuntimeError`` if it stops
-        short), and the optimal clique tables are factorised into the model
-        (``theta_C = log mu_C - log mu_S``). Its certificate, computed as for
-        any fit, reads ~1e-9 of the loss. The cost grows quickly with the
-        cells (AIM's final models of adult: ~5 s for 12,000 cells, ~30 s for
-        65,000, against ~1 s for 500 descent iterations), and on noisy
-        measurements the exact optimum fits the noise more closely than an
-        early-stopped descent (docs/notes/aim.md). ``warm_start`` then only
-        supplies a fallback total; ``step_size``, ``rtol``, ``gap_tol`` and
-        ``callback`` belong to the descent (``ValueError``), ``progress`` is
-        ignored.
+        ``"interior_point"`` (L2 loss only): the exact optimum, certified. An
+        interior-point solver (:mod:`.exact`, Clarabel; at most ``iters``
+        iterations, ~20-50 are typical; a ``RuntimeError`` if it stops short)
+        solves the problem as a quadratic program over the junction tree's
+        local polytope; the cells it leaves empty are fixed at zero
+        (``theta = log 1e-300``) and the accelerated descent, started from the
+        uniform model on the remaining cells, runs until the certified gap is
+        at most ``gap_tol * loss`` (default ``FACE_GAP_TOL = 1e-6``), until its
+        loss stalls at the rounding of the arithmetic (``FACE_RTOL``), or for
+        ``FACE_MAX_ITERS`` iterations. Its limit is the maximum-entropy optimum,
+        the model the descent alone converges to (:func:`_face_theta`). On
+        AIM's final models of adult the loss ends within ~1e-9 of the
+        interior point's and the gap at 3-5e-4 of it (certified, where the
+        500 descent iterations of AIM's default stop 7-9% above the optimum,
+        uncertified), at a cost that grows quickly with the cells (~7 s for
+        12,000 cells, ~45 s for 65,000; docs/notes/aim.md). ``warm_start``
+        then only supplies a fallback total; ``step_size`` and ``rtol``
+        belong to the descent methods (``ValueError``). ``stats`` add
+        ``solver_iterations``, ``solver_seconds``, ``solver_loss`` (the
+        interior point's optimum) and ``face_cells`` (the cells of the optimal
+        face's support); ``iterations`` are the descent's.
     warm_start:
         A previous model (e.g. AIM's last round): its potentials start the
         descent, and its last step size seeds the line search.
@@ -930,7 +933,7 @@ def _estimate(
             raise ValueError(f"method='interior_point' solves the L2 loss only, got loss={loss!r}")
         if iters < 1:
             raise ValueError(f"iters (the interior point's iteration cap) must be >= 1, got {iters!r}")
-        for name, value in (("step_size", step_size), ("rtol", rtol), ("gap_tol", gap_tol), ("callback", callback)):
+        for name, value in (("step_size", step_size), ("rtol", rtol)):
             if value is not None:
                 raise ValueError(f"{name} applies to the descent methods, not to method='interior_point'")
     compiled = compile_measurements(domain, measurements)
@@ -955,13 +958,23 @@ def _estimate(
         domain, [m.attrs for m in compiled] + [tuple(c) for c in extra_cliques], memory_limit_mb=memory_limit_mb
     )
     bp = BeliefPropagation(tree)
+    solver: dict = {}
+    if method == "interior_point":  # the optimal face, then the accelerated descent on it
+        sol = exact_solve(domain, tree, compiled, total, tol=INTERIOR_POINT_TOL, max_iter=iters)
+        theta0 = _face_theta(bp, sol)
+        solver = {
+            "solver_iterations": sol.iterations,
+            "solver_seconds": sol.seconds,
+            "solver_loss": sol.loss,
+            "face_cells": int(sum(int(np.count_nonzero(v == 0.0)) for v in bp.views(theta0))),
+        }
+        iters, warm_start, rtol = FACE_MAX_ITERS, None, FACE_RTOL
+        gap_tol = FACE_GAP_TOL if gap_tol is None else gap_tol
     fast = kernels.worth(iters, bp.size)  # compiled kernels (numba) for all but small fits
     obj = Objective(bp, compiled, total, loss, kernel=fast)
     ev = _Evaluator(bp, obj, fast)
 
-    if method == "interior_point":
-        return _interior_point(domain, tree, bp, ev, compiled, total, total_estimated, iters, t0)
-    s = _Iterate(ev, _initial_theta(bp, warm_start))
+    s = _Iterate(ev, theta0 if solver else _initial_theta(bp, warm_start))
     if step_size is not None:
         s.eta = float(step_size)
         if not np.isfinite(s.eta) or s.eta <= 0:
@@ -976,7 +989,7 @@ def _estimate(
     smooth = obj.loss == "l2"
     s.eta0 = s.eta if step_size is not None else 1.0 / max(float(np.abs(s.G).max()), 1e-300)  # L1 schedule
     setup = time.perf_counter() - t0
-    step = _STEPS[method] if smooth else _subgradient_step
+    step = _STEPS["accelerated" if solver else method] if smooth else _subgradient_step
     history = _descend(s, step, iters, callback, progress, gap_tol, rtol if smooth else None)
     if not smooth and s.best_theta is not None:  # non-monotone subgradient method: keep the best iterate
         s.theta = ev.adopt(s.best_theta)
@@ -984,12 +997,15 @@ def _estimate(
         ev.count -= 1  # not a descent evaluation
         s.gap_stop = False
     gap = s.last_gap if s.gap_stop else s.gap()
-    return _model(
-        domain,
-        tree,
-        s,
-        total,
+    theta, val = s.theta, s.val
+    # shift log Z into the root's potential (a tidy, normalised parameter vector)
+    th_views = bp.views(theta)
+    log_z = bp.calibrate_flat(theta, s.p_new, compiled=fast)
+    th_views[tree.root] -= log_z
+    model = GraphicalModel(domain, tree, [v.copy() for v in th_views], total)
+    model.stats.update(
         loss_history=history,
+        loss=float(val),
         gap=float(gap),
         step_size=float(s.eta) if smooth else float(s.eta0),
         iterations=history.size,
@@ -999,54 +1015,34 @@ def _estimate(
         total_estimated=total_estimated,
         setup_seconds=setup,
         seconds=time.perf_counter() - t0,
+        **solver,
     )
-
-
-def _model(domain: Domain, tree, s: _Iterate, total: float, **stats) -> GraphicalModel:
-    """The fitted model at the iterate ``s`` (its ``loss`` and the given ``stats``), with
-    ``log Z`` shifted into the root's potential (a tidy, normalised parameter vector)."""
-    bp = s.ev.bp
-    th_views = bp.views(s.theta)
-    log_z = bp.calibrate_flat(s.theta, s.p_new, compiled=s.ev.compiled)
-    th_views[tree.root] -= log_z
-    model = GraphicalModel(domain, tree, [v.copy() for v in th_views], total)
-    model.stats.update(loss=float(s.val), **stats)
     return model
 
 
-def _interior_point(domain, tree, bp, ev, compiled, total, total_estimated, iters, t0) -> GraphicalModel:
-    """``method="interior_point"``: Eq. (4.2) solved exactly over the junction tree's local
-    polytope (:func:`.exact.solve`, Clarabel, at most ``iters`` iterations), the optimal
-    clique tables factorised into log-potentials (:func:`_factorised_theta`), and the model's
-    own loss and certificate computed as for any fit (so the certificate checks the solver)."""
-    setup = time.perf_counter() - t0
-    sol = exact_solve(domain, tree, compiled, total, tol=INTERIOR_POINT_TOL, max_iter=iters)
+def _face_theta(bp: BeliefPropagation, sol) -> np.ndarray:
+    """The start of the descent on the optimal face: log-potentials 0 on the cells the
+    interior point leaves positive and ``log 1e-300`` on those it drives to zero (flat).
 
-    def table(i: int, attrs: tuple) -> np.ndarray:
-        t = sol.marginals[i] / total
-        keep = set(attrs)
-        return t.sum(axis=tuple(j for j, a in enumerate(tree.cliques[i]) if a not in keep))
-
-    s = _Iterate(ev, _factorised_theta(bp, table))
-    gap = s.gap()
-    return _model(
-        domain,
-        tree,
-        s,
-        total,
-        loss_history=np.array([s.val]),
-        gap=float(gap),
-        step_size=1.0 / max(ev.obj.lipschitz, 1e-300),
-        iterations=sol.iterations,
-        evaluations=ev.count,
-        restarts=0,
-        method="interior_point",
-        total_estimated=total_estimated,
-        setup_seconds=setup,
-        solver_seconds=sol.seconds,
-        solver_loss=sol.loss,
-        seconds=time.perf_counter() - t0,
-    )
+    The optimal residual of Eq. (4.2) is unique, but the optimal clique tables are not
+    when cliques hold unmeasured interactions; they form a face of the polytope. An
+    interior point ends near the analytic centre of that face, in its relative interior:
+    a cell some optimum fills keeps a count ``x`` well above its reduced gradient ``z``,
+    a cell every optimum empties the reverse (for linear programs the limit is strictly
+    complementary, Güler & Ye, "Convergence behavior of interior-point algorithms", Math.
+    Programming 60, 1993; on Private-PGM's problems the two separate by orders of
+    magnitude on all but a few degenerate cells, and the certificate checks the end
+    result either way), so ``x > z`` is the face's support. The centre itself is an
+    arbitrary point of the face; the descent started here keeps its iterates in the
+    exponential family of the measured marginals on that support, so its limit is the
+    maximum-entropy optimum — the model Private-PGM's descent converges to (Fact 1 of the
+    NIST-MST/MST paper) — reached in a few thousand iterations instead of tens of
+    thousands."""
+    theta = np.zeros(bp.size)
+    floor = np.log(1e-300)
+    for v, x, z in zip(bp.views(theta), sol.marginals, sol.reduced):
+        v[...] = np.where(x > z, 0.0, floor)
+    return theta
 
 
 def estimation_summary(model: GraphicalModel) -> dict:

@@ -18,13 +18,14 @@ with quadratic objectives", arXiv:2405.12762), which ships with CVXPY.
 
 Two uses. It is the independent reference of the optimality certificate (:mod:`.estimation`):
 on any fit, ``loss - gap <= L* <= loss`` must hold (``benchmarks/bench_certificate.py
---exact``; tests against a full-joint NNLS solver on tiny domains). And it is an estimator,
-``estimate(..., method="interior_point")``: the optimum's clique tables, factorised over the
-junction tree into a model whose own certificate then reads ~1e-8 of its loss. Where the
-descent stops far from the optimum (AIM's final models, docs/notes/aim.md) this is the way to
-a certified fit, at a price that grows quickly with the cells: the factorisations of the
-Newton systems cost ~6 s for AIM's 12,000-cell final model of adult and ~34 s for a
-65,000-cell one, against ~1 s for 500 descent iterations.
+--exact``; tests against a full-joint NNLS solver on tiny domains). And it finds the optimal
+face for ``estimate(..., method="interior_point")``: the cells every optimum leaves empty,
+read off the solver's strictly complementary end point (:func:`solve` returns the reduced
+gradients ``z`` beside the counts ``x``); the descent on the remaining cells then converges
+to the maximum-entropy optimum in a few thousand iterations. The interior point's own
+clique tables are an optimum too, but an arbitrary one (near the analytic centre of the
+optimal face), not the model Private-PGM describes. Its cost grows quickly with the cells:
+~5 s for AIM's 12,000-cell final model of adult, ~30 s for a 65,000-cell one.
 """
 
 from __future__ import annotations
@@ -48,13 +49,16 @@ __all__ = ["ExactSolution", "exact_optimum"]
 class ExactSolution:
     """``loss``: the optimum ``L*`` (the objective at the solver's point); ``marginals``: the
     clique tables of counts at the optimum (clique order of the tree, negative rounding
-    noise clipped to 0); ``status``, ``iterations`` and ``seconds`` of the solver."""
+    noise clipped to 0); ``status``, ``iterations`` and ``seconds`` of the solver;
+    ``reduced``: the multipliers of ``x >= 0`` per clique table (the reduced gradient,
+    positive where every optimum leaves the cell empty)."""
 
     loss: float
     marginals: list[np.ndarray]
     status: str
     iterations: int
     seconds: float
+    reduced: list[np.ndarray] | None = None
 
 
 def _projection(shape: Sequence[int], axes: Sequence[int]) -> sp.csr_matrix:
@@ -165,5 +169,7 @@ def solve(
     z = np.asarray(sol.x)
     res = z[n:]
     x = np.maximum(z[:n], 0.0)
+    dual = np.maximum(np.asarray(sol.z)[n_eq:], 0.0)  # multipliers of x >= 0: the reduced gradient
     tables = [x[off[i] : off[i + 1]].reshape(shapes[i]) for i in range(len(cells))]
-    return ExactSolution(0.5 * float(res @ res), tables, status, int(sol.iterations), seconds)
+    duals = [dual[off[i] : off[i + 1]].reshape(shapes[i]) for i in range(len(cells))]
+    return ExactSolution(0.5 * float(res @ res), tables, status, int(sol.iterations), seconds, duals)
