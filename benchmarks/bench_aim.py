@@ -72,6 +72,12 @@ min-max over the three runs; every repeat the same selections and tv-3way as the
     speed-up (before / fast): CPU 1.45x (1.26, 1.43, 1.65), wall 1.54x
     target fast path <= 10 s wall: met (on the medians; one run of seed 2 took 10.6 s)
 
+The same command at 19:00 UTC (with ``--before-src`` at b0c8585, whose fast path is the same
+code as today's, so this measures the machine): fast 6.3 (5.4-7.0) / 10.5 (9.5-11.1) /
+12.2 (11.6-13.8) s, before 6.6 / 10.5 / 12.8 s; CPU time equal to wall time, no other
+process running — the machine itself ran ~45% slower than at 17:31, and the target was
+not met on seeds 1 and 2 in that phase.
+
 And with ``--paths fast exact`` at 18:36 UTC (one run each)::
 
     fast  seed=0: tv-3way 0.0931   5.5 s wall  final gap/loss 7.5e-01  peak 346 MiB
