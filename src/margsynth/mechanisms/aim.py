@@ -246,7 +246,9 @@ class AIM:
             raise ValueError("workload is empty")
         return out
 
-    def validate(self, data: Dataset, epsilon: float, delta: float, *, rng: Any = NO_RNG, **_: object) -> None:
+    def validate(
+        self, data: Dataset, epsilon: float, delta: float, *, rng: Any = NO_RNG, **_: object
+    ) -> None:
         """All checks of :meth:`run` (privacy parameters, rng, data, workload, rounds), before any noise."""
         check_run_inputs(data, epsilon, delta, rng)
         check_marginals_fit(data.domain, [c for c, _ in self.compiled_workload(data.domain)], "workload marginal")
@@ -434,6 +436,7 @@ class AIM:
             if mb <= size_limit:
                 out[c] = w
         return out
+
 
     def _filter_incremental(
         self, dom, candidates, model: GraphicalModel, size_limit: float, cache: dict | None = None

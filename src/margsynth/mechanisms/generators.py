@@ -79,9 +79,9 @@ class PGMGenerator:
     :func:`~margsynth.inference.pgm.estimate`. ``None``: all ``iters``. ``method``: the
     estimator's algorithm (``"accelerated"``, the default; ``"mirror_descent"``; or
     ``"interior_point"``: the optimal face found by an interior-point solver, then the
-    descent on it until certified within ``gap_tol`` (default 1e-3) of the loss — the
-    optimum, certified, but far slower on large models; ``iters`` then caps the solver's
-    iterations and ``rtol`` must be ``None``)."""
+    descent on it until certified within ``gap_tol`` (default 1e-6) of the loss or as far as
+    the arithmetic allows — the optimum, certified, but far slower on large models; ``iters``
+    then caps the solver's iterations and ``rtol`` must be ``None``)."""
 
     iters: int = 1000
     memory_limit_mb: float | None = None

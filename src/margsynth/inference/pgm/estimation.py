@@ -86,6 +86,7 @@ from tqdm.auto import tqdm
 
 from ...domain import Domain
 from . import kernels
+from .exact import ExactSolution
 from .exact import solve as exact_solve
 from .factor import align
 from .inference import BeliefPropagation, marginal
@@ -224,7 +225,6 @@ class Objective:
             )
             for i, t in enumerate(folded)
         ]
-
         def cell_map(c: int, shape: tuple[int, ...]) -> np.ndarray:
             """For each cell of clique ``c`` (flat, C order), its cell in the sub-clique
             marginal of keepdims ``shape``."""
@@ -482,7 +482,7 @@ def estimate(
         ``FACE_MAX_ITERS`` iterations. Its limit is the maximum-entropy optimum,
         the model the descent alone converges to (:func:`_face_theta`). On
         AIM's final models of adult the loss ends within ~1e-9 of the
-        interior point's and the gap at 3-5e-4 of it (certified, where the
+        interior point's and the gap at 3-7e-4 of it (certified, where the
         500 descent iterations of AIM's default stop 7-9% above the optimum,
         uncertified), at a cost that grows quickly with the cells (~7 s for
         12,000 cells, ~45 s for 65,000; docs/notes/aim.md). ``warm_start``
@@ -1020,7 +1020,7 @@ def _estimate(
     return model
 
 
-def _face_theta(bp: BeliefPropagation, sol) -> np.ndarray:
+def _face_theta(bp: BeliefPropagation, sol: ExactSolution) -> np.ndarray:
     """The start of the descent on the optimal face: log-potentials 0 on the cells the
     interior point leaves positive and ``log 1e-300`` on those it drives to zero (flat).
 

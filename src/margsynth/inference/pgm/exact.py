@@ -143,9 +143,7 @@ def solve(
         blocks.append(sp.hstack([x_part, sp.coo_matrix((k, n_res))]))
         rhs.append(np.zeros(k))
     r = tree.root
-    root_row = sp.coo_matrix(
-        (np.ones(cells[r]), (np.zeros(cells[r], dtype=np.int64), off[r] + np.arange(cells[r]))), (1, n)
-    )
+    root_row = sp.coo_matrix((np.ones(cells[r]), (np.zeros(cells[r], dtype=np.int64), off[r] + np.arange(cells[r]))), (1, n))
     blocks.append(sp.hstack([root_row, sp.coo_matrix((1, n_res))]))
     rhs.append(np.array([float(total)]))
     n_eq = sum(b.shape[0] for b in blocks)
