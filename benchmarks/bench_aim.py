@@ -78,6 +78,12 @@ code as today's, so this measures the machine): fast 6.3 (5.4-7.0) / 10.5 (9.5-1
 process running — the machine itself ran ~45% slower than at 17:31, and the target was
 not met on seeds 1 and 2 in that phase.
 
+At 19:47 UTC, ``--repeat 3`` against d6a65a3 (before the scoring ran with single-threaded
+BLAS, docs/notes/aim.md): fast 6.1 / 8.7 / 8.9 s, before 5.9 / 8.5 / 9.2 s (medians); CPU
+1.19x less (7.9 s mean, equal to wall, against 9.4), wall 0.99x; same selections, repeats
+identical. With a busy loop on one of the two cores (seeds 0 and 2, ``--repeat 2``): fast
+5.1 / 9.7 s, before 6.2 / 9.9 s, wall 1.12x.
+
 And with ``--paths fast exact`` at 18:36 UTC (one run each)::
 
     fast  seed=0: tv-3way 0.0931   5.5 s wall  final gap/loss 7.5e-01  peak 346 MiB

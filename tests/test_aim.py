@@ -168,6 +168,31 @@ def test_round_scores_are_the_l1_errors_of_the_model_marginals(zeros):
     np.testing.assert_allclose(got, want, rtol=1e-10)
 
 
+def test_round_scores_run_with_single_threaded_blas(data, monkeypatch):
+    """The scoring's contractions are a few hundred cells each: multi-threaded BLAS only
+    spins there (20-25% more CPU than wall time on adult), so every round scores with BLAS
+    limited to one thread, and the limit is lifted afterwards."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from margsynth.mechanisms import aim as aim_module
+
+    def blas_threads():
+        return [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
+
+    before = blas_threads()
+    seen = []
+    scores = aim_module._RoundMarginals.l1_errors
+
+    def spy(self, keys, answers):
+        seen.append(blas_threads())
+        return scores(self, keys, answers)
+
+    monkeypatch.setattr(aim_module._RoundMarginals, "l1_errors", spy)
+    res = AIM(rounds=4, iters=20, final_iters=20).run(data, 1.0, 1e-6, np.random.default_rng(0))
+    assert len(seen) == res.extras["rounds"]
+    assert all(threads == [1] * len(before) for threads in seen)
+    assert blas_threads() == before
+
+
 def test_round_fits_are_at_least_as_converged_as_the_published_estimator(data, monkeypatch):
     """AIM's published code fits every round with 1,000 iterations of plain mirror descent
     (Private-PGM's default engine) and the final model with 2,500. Our defaults run 250

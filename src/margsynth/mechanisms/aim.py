@@ -44,6 +44,7 @@ import numpy as np
 from ..dataset import Dataset
 from ..domain import Domain
 from ..inference.pgm import GraphicalModel, estimate, junction_tree_size, kernels, splice_clique
+from ..inference.pgm.estimation import single_threaded_blas
 from ..inference.pgm.factor import align
 from ..inference.pgm.junction_tree import BYTES_PER_CELL
 from ..privacy import BudgetLedger, NoisyMarginal, NoisyMarginals, exponential_mechanism, gaussian_mechanism
@@ -327,7 +328,8 @@ class AIM:
                 sens = 1.0
             bias = math.sqrt(2 / math.pi) * sigma
             if self.incremental:
-                err = project.l1_errors(keys, answers)
+                with single_threaded_blas():  # small contractions: BLAS threads would only spin
+                    err = project.l1_errors(keys, answers)
             else:
                 err = np.array([np.abs(answers[c] - project(c).ravel()).sum() for c in keys])
             q = wts * (err - bias * np.array([cells[c] for c in keys], dtype=np.float64))

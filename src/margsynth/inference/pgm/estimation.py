@@ -390,14 +390,16 @@ def _initial_theta(bp: BeliefPropagation, warm_start: GraphicalModel | None) -> 
     return theta
 
 
-def _single_threaded_blas():
-    """Context limiting BLAS to one thread while estimating.
+def single_threaded_blas():
+    """Context limiting BLAS to one thread: around every :func:`estimate`, and around AIM's
+    candidate scoring (hundreds of small ``einsum`` contractions per round).
 
-    The hot loop's only BLAS calls are dot products of the flat vectors; for
-    ~10^4 cells OpenBLAS spreads them over threads whose spin-waiting costs
-    far more than it saves (measured: 9 ms instead of 0.5 ms of CPU per
-    iteration on a busy 2-core machine). Scoped to the call; a no-op without
-    threadpoolctl.
+    The estimation loop's only BLAS calls are dot products of the flat vectors, the
+    scoring's are matrix products of a few hundred cells; OpenBLAS spreads both over
+    threads whose spin-waiting costs far more than it saves (measured: 9 ms instead of
+    0.5 ms of CPU per iteration on a busy 2-core machine; AIM on adult took 20-25% more
+    CPU than wall time with the scoring multi-threaded, none with it single-threaded).
+    Scoped to the call; a no-op without threadpoolctl.
     """
     global _BLAS_CONTROLLER
     if _BLAS_CONTROLLER is None:
@@ -411,7 +413,7 @@ def _single_threaded_blas():
     return _BLAS_CONTROLLER.limit(limits=1, user_api="blas")
 
 
-#: :func:`_single_threaded_blas`'s view of the process's thread pools (threadpoolctl)
+#: :func:`single_threaded_blas`'s view of the process's thread pools (threadpoolctl)
 _BLAS_CONTROLLER = None
 
 
@@ -537,7 +539,7 @@ def estimate(
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    with _single_threaded_blas():
+    with single_threaded_blas():
         return _estimate(
             domain,
             measurements,
