@@ -25,7 +25,7 @@ RUNS: dict[str, list[str]] = {
     "mst": [],
     "mst-prop4": [],
     "nist-mst": [],
-    "aim": ["-p", "max_model_mb=8"],
+    "aim": [],
     "independent": [],
     "adagrid": [],
     "adaptive-grid": [],
