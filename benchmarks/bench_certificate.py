@@ -167,7 +167,7 @@ def _mechanisms(args) -> int:
             mech = create(name)
         except ValueError:  # an optional dependency missing
             continue
-        gen = getattr(mech, "generator_", None) or getattr(mech, "generator", None)
+        gen = getattr(mech, "generator", None)
         if not isinstance(gen, PGMGenerator) or any(mech == m for m in seen):  # aliases run once
             continue
         seen.append(mech)

@@ -146,7 +146,7 @@ def _pgm_based() -> list[str]:
             mech = create(name)
         except ValueError:  # an optional dependency missing (e.g. torch for privpgd)
             continue
-        gen = getattr(mech, "generator_", None) or getattr(mech, "generator", None)
+        gen = getattr(mech, "generator", None)
         if isinstance(gen, PGMGenerator):
             out.append(name)
     return out
@@ -168,7 +168,7 @@ def _small_run(name: str, **overrides):
 
     dom = Domain.from_sizes({"a": 3, "b": 4, "c": 2, "d": 3})
     data = sample_data(dom, 400, seed=1)
-    kw: dict = {"rounds": 8, "iters": 50, "final_iters": 100} if name == "aim" else {}
+    kw: dict = {"rounds": 8, "iters": 50, "generator.iters": 100} if name == "aim" else {}
     run_kw = {}
     if name == "nist-mst":
         kw, run_kw = {"designated": ()}, {"public": data}

@@ -16,6 +16,7 @@ from margsynth.dataset import Dataset
 from margsynth.domain import Attribute, Domain, Hierarchy
 from margsynth.inference.pgm import GraphicalModel
 from margsynth.mechanisms import registry
+from margsynth.mechanisms.generators import PGMGenerator
 from margsynth.mechanisms.saved import PGM_MECHANISMS, PGMSampler, SavedModel, unsavable_reason
 
 DOM = Domain(
@@ -42,7 +43,7 @@ def _data(n=1500, seed=0):
 
 
 FAST = {"iters": 30}
-EXTRA = {"mst": {"select_iters": 30}, "mst-prop4": {"select_iters": 30}, "aim": {"final_iters": 30, "rounds": 6}}
+EXTRA = {"mst": {"select_iters": 30}, "mst-prop4": {"select_iters": 30}, "aim": {"generator.iters": 30, "rounds": 6}}
 
 
 def _run(name, seed=0, data=None):
@@ -173,7 +174,7 @@ def test_nist_mst_with_transforms_keeps_no_model():
         def reverse(self, data, rng, domain):
             return data
 
-    mech = NISTMST(transforms=(Shift(),), iters=20)
+    mech = NISTMST(transforms=(Shift(),), generator=PGMGenerator(iters=20))
     assert unsavable_reason(mech) == "its record transforms cannot be saved"
     res = mech.run(_data(), 1.0, 1e-6, np.random.default_rng(0), public=_data(400, 9))
     assert res.sampler is None

@@ -172,7 +172,7 @@ def test_extreme_budgets_are_kept_or_refused_before_noise(epsilon, delta):
     """At the corners of (epsilon, delta) a run either stays within the request or is refused
     with ValueError before any draw (the mechanism's epsilon is computed first)."""
     try:
-        out, rep = synthesize(raw(200), SCHEMA, "independent", epsilon=epsilon, delta=delta, seed=1, iters=3, n=30)
+        out, rep = synthesize(raw(200), SCHEMA, "independent", epsilon=epsilon, delta=delta, seed=1, iters=3, synthetic_records=30)
     except ValueError as exc:
         assert "epsilon" in str(exc) or "rho" in str(exc)
         return
@@ -191,17 +191,22 @@ def test_new_category_release_rate_matches_delta():
     assert abs(kept / trials - delta) <= 4 * math.sqrt(delta * (1 - delta) / trials)
 
 
-@pytest.mark.parametrize("currency,conversion", [("zcdp", "cks"), ("zcdp", "prop4"), ("gdp", "gdp")])
-@pytest.mark.parametrize("rho,delta", [(0.01, 1e-9), (1e-6, 1e-5), (3.0, 1e-12)])
-def test_mechanism_epsilon_fits_the_rest_tightly(currency, conversion, rho, delta):
-    from margsynth.tabular.api import mechanism_epsilon
-
-    eps = mechanism_epsilon(rho, delta, currency, conversion)
-    if currency == "zcdp":
-        total = BudgetLedger.from_dp(eps, delta, conversion=conversion).total
-    else:
-        total = BudgetLedger.from_dp(eps, delta, currency="gdp").total ** 2 / 2
-    assert total <= rho and total >= rho * (1 - 1e-8)
+@pytest.mark.parametrize("mechanism", ["independent", "adagrid", "mst"])
+@pytest.mark.parametrize("epsilon,delta", [(0.05, 1e-9), (1.0, 1e-6), (8.0, 1e-12)])
+def test_the_mechanism_spends_what_preprocessing_left(mechanism, epsilon, delta):
+    """One ledger for the run: the mechanism is handed the rest after preprocessing (a zCDP
+    sub-budget, or GDP mu = sqrt(2 rho) for the adaptive grid) and spends it; the run's
+    ledger is spent to within 1e-9 of its total and never above it, not by one ulp."""
+    kw = {"iters": 3} if mechanism != "mst" else {"iters": 3, "select_iters": 3}
+    _, rep = synthesize(raw(200), SCHEMA, mechanism, epsilon=epsilon, delta=delta, seed=2, synthetic_records=20, **kw)
+    led, mb = rep["ledger"], rep["mechanism_budget"]
+    pre = math.fsum(c["cost"] for c in led["charges"] if not c["label"].startswith(f"{mechanism}:"))
+    rest = led["total"] - pre
+    assert mb["currency"] == ("gdp" if mechanism == "adagrid" else "zcdp")
+    handed = mb["total"] ** 2 / 2 if mb["currency"] == "gdp" else mb["total"]
+    assert handed == pytest.approx(rest, rel=1e-10) and handed <= rest
+    assert led["spent"] <= led["total"] and led["spent"] >= led["total"] * (1 - 1e-9)
+    assert rep["epsilon"] <= epsilon
 
 
 # ----------------------------------------------------------------------------- quantile cuts in wide bounds

@@ -117,7 +117,7 @@ def test_synthesize_refuses_before_noise():
     with pytest.raises(ValueError, match=r"column 'kind' row 11: value 'castle'"):
         synthesize(with_cell("kind", 11, "castle"), DISCOVER_ALL, "mst", epsilon=1.0, delta=1e-6, seed=0)
     for kw, match in [({"epsilon": -1.0}, "epsilon"), ({"delta": 2.0}, "delta"), ({"seed": -1}, "seed"),
-                      ({"preprocessing_share": 1.0}, "preprocessing_share"), ({"n": 0}, "n must be"),
+                      ({"preprocessing_share": 1.0}, "preprocessing_share"), ({"synthetic_records": 0}, "synthetic_records must be"),
                       ({"iters": -3}, "iters")]:  # fmt: skip
         args = {"epsilon": 1.0, "delta": 1e-6, "seed": 0, **kw}
         with pytest.raises(ValueError, match=match):

@@ -30,9 +30,9 @@ import ast
 import hashlib
 import json
 import sys
-import time
 from pathlib import Path
 
+from ..timing import Stopwatch
 from ._args import DELTA_MIN, EPSILON_RANGE, check_budget, delta_arg, epsilon_arg, seed_arg, share_arg
 from ._inputs import add_allow_surrogate, is_file_arg, resolve_dataset
 from ._outputs import OutputPair, check_out, dumps_strict, sidecar_path
@@ -83,7 +83,8 @@ def register(sub) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="mechanism hyperparameter (Python literal), e.g. -p iters=1000; repeatable",
+        help="mechanism hyperparameter (Python literal), e.g. -p iters=1000, or a field of its generator, "
+        "e.g. -p generator.iters=1000; repeatable",
     )
     p.add_argument(
         "--save-model",
@@ -124,8 +125,10 @@ def _parse_params(items: list[str]) -> dict:
     for it in items:
         key, sep, val = it.partition("=")
         key = key.strip().replace("-", "_")
-        if not sep or not key.isidentifier():
-            raise ValueError(f"--param must be KEY=VALUE with KEY a name, got {it!r}")
+        if not sep or not all(part.isidentifier() for part in key.removeprefix("generator.").split(".", 1)) or (
+            "." in key.removeprefix("generator.")
+        ):
+            raise ValueError(f"--param must be KEY=VALUE with KEY a name or generator.NAME, got {it!r}")
         try:
             out[key] = ast.literal_eval(val)
         except (ValueError, SyntaxError):
@@ -179,15 +182,14 @@ def run_synth(
     ``save_model``: also write the fitted model there (:class:`~margsynth.mechanisms.saved.SavedModel`)."""
     import numpy as np
 
-    from ..mechanisms.base import check_privacy_params
+    from ..mechanisms.base import check_privacy_params, check_seed
     from ..mechanisms.registry import create, spec
 
     # --- validate everything before any noise is drawn
     s = spec(mechanism)
     check_budget(epsilon, delta)
     check_privacy_params(epsilon, delta)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"--seed: {seed!r} is not an integer >= 0")
+    check_seed(seed, "--seed")
     if schema is not None:
         return _run_raw(mechanism, dataset, schema, epsilon=epsilon, delta=delta, out=out, seed=seed, domain=domain,
                         public=public, params=params, device=device, save_model=save_model,
@@ -218,7 +220,7 @@ def run_synth(
     if device is not None:
         import inspect
 
-        if "device" not in inspect.signature(mech.run).parameters:
+        if "device" not in inspect.signature(mech.synthesize).parameters:
             raise ValueError(f"mechanism {mechanism!r} takes no --device")
     kw = {"public": pub} if pub is not None else {}
     if device is not None:
@@ -229,9 +231,9 @@ def run_synth(
     # --- reserve the outputs (an unwritable place is found now, before any noise), run, write all or nothing
     with OutputPair(path, extra=[(model_path, "--save-model")] if model_path else []) as pair:
         rng = np.random.default_rng(seed)
-        t0 = time.perf_counter()
+        clock = Stopwatch()
         result = mech.run(data, epsilon, delta, rng, **kw)
-        wall = time.perf_counter() - t0
+        wall = clock.elapsed()
 
         side = result.sidecar()
         side.update(
@@ -282,10 +284,11 @@ def _run_raw(
     save_model: str | None,
     preprocessing_share: float | None,
 ) -> dict:
-    """``synth --schema``: a raw CSV through :func:`margsynth.tabular.synthesize`, decoded."""
+    """``synth --schema``: a raw CSV through :func:`margsynth.tabular.prepare` (every check),
+    then :meth:`~margsynth.tabular.PreparedRun.run`, decoded."""
     from .. import __version__
-    from ..mechanisms.registry import create, spec
-    from ..tabular import check_table, sidecar, synthesize
+    from ..mechanisms.registry import spec
+    from ..tabular import TableError, prepare, sidecar
     from ._inputs import check_input_file, file_sha256, raw_input, read_schema
 
     if domain is not None:
@@ -304,19 +307,18 @@ def _run_raw(
     inputs_read = {f"--dataset {dataset!r}": raw, f"--schema {schema!r}": sch_path}
     path = check_out(out, inputs_read)
     sch = read_schema("--schema", schema)
-    try:
-        check_table(frame, sch)  # every cell against the schema, before anything else happens
-    except ValueError as exc:
-        raise ValueError(f"--dataset {dataset!r}: {exc} (--schema {schema!r})") from None
-    mech = create(mechanism, **(params or {}))  # bad hyperparameters are refused here
-    model_path = check_save_model(save_model, mech, mechanism, path, inputs_read)
-    sha = {**sha, str(schema): file_sha256(sch_path)}
     kw = {} if preprocessing_share is None else {"preprocessing_share": preprocessing_share}
+    try:  # every check of the run: cells, hyperparameters, the mechanism's own, before any noise
+        prepared = prepare(frame, sch, mechanism, epsilon=epsilon, delta=delta, **kw, **(params or {}))
+    except TableError as exc:
+        raise ValueError(f"--dataset {dataset!r}: {exc} (--schema {schema!r})") from None
+    model_path = check_save_model(save_model, prepared.mechanism, mechanism, path, inputs_read)
+    sha = {**sha, str(schema): file_sha256(sch_path)}
 
     with OutputPair(path, extra=[(model_path, "--save-model")] if model_path else []) as pair:
-        t0 = time.perf_counter()
-        synthetic, report = synthesize(frame, sch, mechanism, epsilon=epsilon, delta=delta, seed=seed, **kw, **(params or {}))
-        wall = time.perf_counter() - t0
+        clock = Stopwatch()
+        synthetic, report = prepared.run(seed)
+        wall = clock.elapsed()
         result = report["result"]
         side = sidecar(report)
         ledger = side.pop("ledger")

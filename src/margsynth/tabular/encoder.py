@@ -496,6 +496,7 @@ def fit_encoder(
     rng: np.random.Generator | None,
     share: float = 1.0,
     delta: float | None = None,
+    checked: Mapping[str, tuple[np.ndarray, Any]] | None = None,
 ) -> tuple[Encoder, dict[str, Any]]:
     """Fit an :class:`Encoder` of ``df`` to ``schema``, discovering privately what it leaves
     to ``"discover"``.
@@ -507,13 +508,17 @@ def fit_encoder(
     Category discovery also spends ``delta`` (split equally between its columns; see the
     discovery module for how it enters the final (ε, δ)).
 
+    ``checked``: :func:`check_table`'s reading of ``df`` against ``schema`` when the caller
+    has it already (the table is then not read again).
+
     Returns the encoder and the ``"preprocessing"`` report: the budget spent, and per
     column what was done and what it cost. A schema with nothing to discover needs no
     ledger, rng or delta, and spends nothing. Explicit cut points outside discovered bounds
     are dropped (their bins merge; the report gives the number of bins).
     """
     schema = Schema.coerce(schema)
-    checked = check_table(df, schema)
+    if checked is None:
+        checked = check_table(df, schema)
     dtypes = {str(c): df[c].dtype for c in df.columns}
     steps = _steps(schema)
     cat_cols = [n for n, s in steps if s == "categories"]
