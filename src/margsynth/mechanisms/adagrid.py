@@ -59,7 +59,7 @@ from ..domain import Domain
 from ..privacy import BudgetLedger, NoisyMarginal, NoisyMarginals
 from .base import NO_RNG, SynthesisResult, check_generator, check_marginals_fit, check_records, check_run_inputs
 from .generators import Generator, PGMGenerator
-from .saved import pgm_sampler
+from .sampler import pgm_sampler
 
 __all__ = [
     "DEFAULT_OUTER",

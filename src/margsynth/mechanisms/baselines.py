@@ -30,7 +30,7 @@ from .base import (
     check_run_inputs,
 )
 from .generators import Generator, PGMGenerator
-from .saved import pgm_sampler
+from .sampler import pgm_sampler
 
 __all__ = ["Independent"]
 

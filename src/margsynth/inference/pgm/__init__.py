@@ -34,6 +34,7 @@ from .junction_tree import (
     JunctionTree,
     ModelTooLargeError,
     build_junction_tree,
+    check_junction_tree,
     junction_tree_size,
     splice_clique,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "Measurement",
     "ModelTooLargeError",
     "build_junction_tree",
+    "check_junction_tree",
     "compile_measurements",
     "estimate",
     "estimate_total",
