@@ -143,8 +143,9 @@ def main(argv: list[str] | None = None) -> int:
 def _frank_wolfe(model, ms) -> float:
     """The Frank–Wolfe gap alone of a fitted model (the certificate before the dual bounds)."""
     from margsynth.inference.pgm import BeliefPropagation
-    from margsynth.inference.pgm.estimation import Objective, _Evaluator, _Iterate
+    from margsynth.inference.pgm.descent import _Iterate
     from margsynth.inference.pgm.measurement import compile_measurements
+    from margsynth.inference.pgm.objective import Objective, _Evaluator
 
     bp = BeliefPropagation(model.tree)
     obj = Objective(bp, compile_measurements(model.domain, ms), model.total, "l2")

@@ -52,7 +52,7 @@ import numpy as np
 import pandas as pd
 
 from margsynth.experiments import byod as exp
-from margsynth.mechanisms.saved import SavedModel
+from margsynth.model_file import SavedModel
 from margsynth.plotting import save_figure, save_table, use_style
 from margsynth.tabular import draft_schema
 

@@ -9,21 +9,39 @@ before any noise is drawn), takes the two files' contents, and renames them
 into place only when both were written; if the second rename fails the old
 pair is restored. Temporaries are removed on any failure, Ctrl-C or SIGTERM,
 and those left by a killed run are removed (and reported) by the next one.
+
+The sidecars' JSON has one home here too: :func:`json_default` and :func:`plain_json` turn a
+run's description (numpy numbers and arrays, tuples, sets) into JSON values,
+:func:`finite_json` and :func:`dumps_strict` write its undefined numbers as ``null`` (the
+saved model of :mod:`margsynth.model_file` keeps the run's sidecar the same way).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from ..paths import make_temporary, stale_temporaries
 
-__all__ = ["OutputPair", "check_out", "clean_stale", "dumps_strict", "sidecar_path"]
+__all__ = [
+    "OutputPair",
+    "check_out",
+    "clean_stale",
+    "dumps_strict",
+    "finite_json",
+    "json_default",
+    "plain_json",
+    "sidecar_path",
+]
 
 
 def sidecar_path(path: Path) -> Path:
@@ -199,10 +217,6 @@ class OutputPair:
 
 
 def _finite(obj, where: str, undefined: list):
-    import math
-
-    import numpy as np
-
     if isinstance(obj, np.generic):
         obj = obj.item()
     if isinstance(obj, float) and not math.isfinite(obj):
@@ -213,6 +227,30 @@ def _finite(obj, where: str, undefined: list):
     if isinstance(obj, (list, tuple)):
         return [_finite(v, f"{where}[{i}]", undefined) for i, v in enumerate(obj)]
     return obj
+
+
+def json_default(o: Any) -> Any:
+    """``json.dumps``'s ``default`` for run descriptions: numpy scalars and arrays as numbers and
+    lists, sets as lists, anything else by its ``repr``."""
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, (set, frozenset, tuple)):
+        return list(o)
+    return repr(o)
+
+
+def plain_json(obj: Any) -> Any:
+    """``obj`` as JSON values (dicts, lists, strings, numbers, booleans, ``None``), converted
+    by :func:`json_default`; non-finite floats stay (see :func:`finite_json`)."""
+    return json.loads(json.dumps(obj, default=json_default))
+
+
+def finite_json(obj: Any) -> Any:
+    """JSON values ``obj`` with every non-finite float (which strict JSON has no word for) as
+    ``None``, silently (:func:`dumps_strict` says which on stderr)."""
+    return _finite(obj, "", [])
 
 
 def dumps_strict(obj, *, prog: str, **kwargs) -> str:

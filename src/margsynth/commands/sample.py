@@ -3,7 +3,7 @@
     margsynth sample MODEL.npz [--n N] [--seed S] --out PATH
 
 ``MODEL.npz`` is a file written by ``margsynth synth ... --save-model MODEL.npz`` (the run's
-fitted Private-PGM model, :mod:`margsynth.mechanisms.saved`). The records are drawn from it
+fitted Private-PGM model, :mod:`margsynth.model_file`). The records are drawn from it
 by the run's own GENERATE step (Algorithms 7-8 of the NIST-MST/MST paper, then the
 mechanism's reversal of its domain compression) and, when the run came from a raw table
 (``synth --schema``), decoded to the raw columns. This is post-processing of the run's
@@ -44,8 +44,8 @@ def register(sub) -> None:
 
 
 def load_model(value: str | Path, option: str = "MODEL"):
-    """The :class:`~margsynth.mechanisms.saved.SavedModel` in file ``value``; errors name ``option``."""
-    from ..mechanisms.saved import SavedModel
+    """The :class:`~margsynth.model_file.SavedModel` in file ``value``; errors name ``option``."""
+    from ..model_file import SavedModel
 
     check_input_file(option, value, EXPECTED)
     try:

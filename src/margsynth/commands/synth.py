@@ -19,7 +19,7 @@ the schema (``margsynth schema init`` drafts one): whatever the schema leaves to
 "discover" is found privately on the same ledger (``--preprocessing-share`` of the
 budget), the mechanism runs on the encoded table, and the output CSV is decoded to the
 raw columns; the sidecar adds a ``"preprocessing"`` section. ``--save-model PATH`` also
-writes the run's fitted Private-PGM model (:mod:`margsynth.mechanisms.saved`), from which
+writes the run's fitted Private-PGM model (:mod:`margsynth.model_file`), from which
 ``margsynth sample`` draws more records at no privacy cost; the three files land as one
 unit.
 """
@@ -179,7 +179,7 @@ def run_synth(
     run stops (``ValueError``) unless ``allow_surrogate``, and the sidecar says which
     (``"data_source"``) and carries the SHA-256 of every input file. ``schema``: the
     dataset is a raw CSV described by it (:func:`margsynth.tabular.synthesize`);
-    ``save_model``: also write the fitted model there (:class:`~margsynth.mechanisms.saved.SavedModel`)."""
+    ``save_model``: also write the fitted model there (:class:`~margsynth.model_file.SavedModel`)."""
     import numpy as np
 
     from ..mechanisms.base import check_privacy_params, check_seed
@@ -353,7 +353,7 @@ def _run_raw(
 def check_save_model(save_model: str | None, mech, mechanism: str, out: Path, inputs: dict[str, Path]) -> Path | None:
     """``--save-model``'s path, after checking that ``mech`` will keep a model and that the path
     can be a new or replaced plain file other than an input, ``--out`` or its sidecar."""
-    from ..mechanisms.saved import PGM_MECHANISMS, unsavable_reason
+    from ..mechanisms.sampler import pgm_mechanisms, unsavable_reason
 
     if save_model is None:
         return None
@@ -361,7 +361,7 @@ def check_save_model(save_model: str | None, mech, mechanism: str, out: Path, in
     if reason is not None:
         raise ValueError(
             f"--save-model: mechanism {mechanism!r} keeps no fitted Private-PGM model to save ({reason}); "
-            f"expected one of the mechanisms that generate with Private-PGM: {', '.join(PGM_MECHANISMS)}"
+            f"expected one of the mechanisms that generate with Private-PGM: {', '.join(pgm_mechanisms())}"
         )
     path = check_out(save_model, inputs, option="--save-model", sidecar=False)
     for other, what in ((out, "--out"), (sidecar_path(out), "--out's sidecar")):
@@ -374,7 +374,7 @@ def model_bytes(result, info: dict, columns: list[str], encoder=None) -> bytes:
     """The bytes of the saved-model file of ``result`` (:meth:`SavedModel.write`)."""
     import io
 
-    from ..mechanisms.saved import SavedModel
+    from ..model_file import SavedModel
 
     buf = io.BytesIO()
     SavedModel.from_result(result, info=info, columns=columns, encoder=encoder).write(buf)
@@ -382,7 +382,7 @@ def model_bytes(result, info: dict, columns: list[str], encoder=None) -> bytes:
 
 
 def _json_default(o):
-    from ..mechanisms.saved import json_default  # imported on use: the CLI starts without numpy
+    from ._outputs import json_default
 
     return json_default(o)
 

@@ -59,7 +59,7 @@ from ..privacy import BudgetLedger, NoisyMarginal, NoisyMarginals
 from ..timing import timed
 from .base import Mechanism, SynthesisResult, check_generator, check_marginals_fit, check_records
 from .generators import Generator, PGMGenerator
-from .saved import pgm_sampler
+from .sampler import pgm_sampler
 
 __all__ = [
     "DEFAULT_OUTER",

@@ -41,8 +41,7 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..domain import Domain
-from ..inference.pgm import GraphicalModel, estimate, junction_tree_size, kernels, splice_clique
-from ..inference.pgm.estimation import single_threaded_blas
+from ..inference.pgm import GraphicalModel, estimate, junction_tree_size, kernels, single_threaded_blas, splice_clique
 from ..inference.pgm.factor import align
 from ..inference.pgm.junction_tree import BYTES_PER_CELL
 from ..privacy import BudgetLedger, NoisyMarginal, NoisyMarginals, exponential_mechanism, gaussian_mechanism
@@ -58,7 +57,7 @@ from .base import (
     check_records,
 )
 from .generators import Generator, PGMGenerator
-from .saved import pgm_sampler
+from .sampler import pgm_sampler
 
 __all__ = ["AIM", "all_kway", "workload_candidates"]
 

@@ -79,7 +79,7 @@ class SynthesisResult:
     seconds: dict[str, float] = field(default_factory=dict)  # per phase
     extras: dict[str, Any] = field(default_factory=dict)  # selected cliques, model, traces...
     # The fitted generative model that draws more records at no privacy cost
-    # (:class:`~margsynth.mechanisms.saved.PGMSampler`), None when the run keeps none.
+    # (:class:`~margsynth.mechanisms.sampler.PGMSampler`), None when the run keeps none.
     sampler: Any = None
 
     @classmethod
@@ -97,7 +97,7 @@ class SynthesisResult:
         (a :class:`~margsynth.privacy.BudgetLedger`): the (ε, δ) reported are the
         ones the ledger says were spent, its charges become ``ledger`` and its
         summary ``extras["ledger"]``. ``sampler``: the run's fitted generative model
-        (:func:`~margsynth.mechanisms.saved.pgm_sampler`), if it keeps one."""
+        (:func:`~margsynth.mechanisms.sampler.pgm_sampler`), if it keeps one."""
         eps, delta = ledger.spent_dp()
         extras = {**(extras or {}), "ledger": ledger.to_dict()}
         return cls(

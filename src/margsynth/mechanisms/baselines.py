@@ -21,7 +21,7 @@ from ..privacy.accounting import gaussian_sigma
 from ..timing import Stopwatch
 from .base import Mechanism, SynthesisResult, check_conversion, check_generator, check_records
 from .generators import Generator, PGMGenerator
-from .saved import pgm_sampler
+from .sampler import pgm_sampler
 
 __all__ = ["Independent"]
 

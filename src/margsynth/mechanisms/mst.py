@@ -60,7 +60,7 @@ from .base import (
 )
 from .compression import Compression, compress_domain
 from .generators import Generator, PGMGenerator
-from .saved import pgm_sampler
+from .sampler import pgm_sampler
 
 __all__ = ["MST", "check_cliques", "pair_errors", "private_kruskal"]
 

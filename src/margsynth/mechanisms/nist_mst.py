@@ -59,7 +59,7 @@ from .compression import Compression, compress_domain
 from .generators import Generator, PGMGenerator
 from .mst import check_cliques
 from .nist_mst_census import IncwageValuehTransform, digits_class  # re-exported (census transform, own module)
-from .saved import pgm_sampler
+from .sampler import pgm_sampler
 
 __all__ = [
     "IncwageValuehTransform",

@@ -87,7 +87,7 @@ from .base import (
     largest,
 )
 from .generators import Generator, GUMGenerator
-from .saved import pgm_sampler
+from .sampler import pgm_sampler
 
 __all__ = [
     "INDIF_SENSITIVITY",

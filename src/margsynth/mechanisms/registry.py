@@ -42,6 +42,8 @@ class MechanismSpec:
     kwargs: dict[str, Any] = field(default_factory=dict)
     needs_public: bool = False
     description: str = ""
+    #: generates with Private-PGM, so a run keeps a savable model (:func:`~.sampler.pgm_mechanisms`)
+    pgm: bool = False
 
     def resolve(self) -> Callable[..., Any]:
         f = self.factory
@@ -75,14 +77,16 @@ def register(
     needs_public: bool = False,
     description: str = "",
     replace: bool = False,
+    pgm: bool = False,
     **kwargs: Any,
 ) -> None:
-    """Register ``name`` → ``factory(**kwargs)`` (``factory`` a callable or ``"module:attr"``)."""
+    """Register ``name`` → ``factory(**kwargs)`` (``factory`` a callable or ``"module:attr"``);
+    ``pgm``: the mechanism generates with Private-PGM (its runs keep a savable model)."""
     if not isinstance(name, str) or not name or name != name.strip() or " " in name:
         raise ValueError(f"mechanism name must be a non-empty word, got {name!r}")
     if name in _REGISTRY and not replace:
         raise ValueError(f"mechanism {name!r} is already registered")
-    _REGISTRY[name] = MechanismSpec(name, factory, dict(kwargs), needs_public, description)
+    _REGISTRY[name] = MechanismSpec(name, factory, dict(kwargs), needs_public, description, pgm)
 
 
 def available() -> list[str]:
@@ -137,11 +141,15 @@ def create(name: str, **overrides: Any):
 
 # --------------------------------------------------------------------------- built-ins
 register(
-    "mst", "margsynth.mechanisms.mst:MST", description="MST (NIST-MST paper §6): private Chow-Liu tree + Private-PGM"
+    "mst",
+    "margsynth.mechanisms.mst:MST",
+    pgm=True,
+    description="MST (NIST-MST paper §6): private Chow-Liu tree + Private-PGM",
 )
 register(
     "mst-prop4",
     "margsynth.mechanisms.mst:MST",
+    pgm=True,
     conversion="prop4",
     description="MST with rho from Prop. 4 as the paper's appendix states (default uses the authors' CKS conversion)",
 )
@@ -149,20 +157,28 @@ register(
     "nist-mst",
     "margsynth.mechanisms.nist_mst:NISTMST",
     needs_public=True,
+    pgm=True,
     description="NIST-MST (§5): selection on public data (Algorithm 5), Eq. 5.1 noise, Private-PGM",
 )
-register("aim", "margsynth.mechanisms.aim:AIM", description="AIM (McKenna et al. 2022), all 3-way workload by default")
 register(
-    "independent", "margsynth.mechanisms.baselines:Independent", description="independent one-way marginals baseline"
+    "aim", "margsynth.mechanisms.aim:AIM", pgm=True, description="AIM (McKenna et al. 2022), all 3-way workload by default"
+)
+register(
+    "independent",
+    "margsynth.mechanisms.baselines:Independent",
+    pgm=True,
+    description="independent one-way marginals baseline",
 )
 register(
     "adagrid",
     "margsynth.mechanisms.adagrid:AdaptiveGrid",
+    pgm=True,
     description="adaptive-granularity mechanism (Gaussian DP, Private-PGM)",
 )
 register(
     "adaptive-grid",
     "margsynth.mechanisms.adagrid:AdaptiveGrid",
+    pgm=True,
     description="alias of adagrid",
 )
 register(
@@ -183,6 +199,7 @@ register(
     # the loss (adult at eps = 1: ~2,000 iterations; at 1,000 the fit is within 5e-6 of its
     # optimum but the bound, 7.8e-3, cannot show it: docs/notes/aim.md)
     generator=PGMGenerator(iters=5000, gap_tol=1e-3, memory_limit_mb=1024.0),
+    pgm=True,
     description="PrivSyn's selection and measurements (Algorithms 1-2, Eq. 1), synthetic data from Private-PGM",
 )
 register(
