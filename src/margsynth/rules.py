@@ -443,6 +443,22 @@ class RuleSet:
             out &= r.expand(attrs, domain)
         return out
 
+    def project(self, table: np.ndarray, attrs: Sequence[str], domain: Domain) -> np.ndarray:
+        """A non-negative table over ``attrs`` (shaped, or flat in C order) with the cells the
+        rules inside ``attrs`` forbid emptied and the others rescaled to the same total
+        (spread evenly over the allowed cells if they held nothing): the closest table with
+        those zeros in Kullback-Leibler divergence. Unchanged when no rule lies inside
+        ``attrs``. Used for a generator's target marginals (GUM, PrivPGD)."""
+        allowed = self.mask(attrs, domain)
+        table = np.asarray(table, dtype=np.float64)
+        if allowed is None:
+            return table
+        keep = allowed.reshape(table.shape)
+        total = float(table.sum())
+        out = np.where(keep, table, 0.0)
+        s = float(out.sum())
+        return out * (total / s) if s > 0 else keep * (total / np.count_nonzero(keep))
+
     def coarsen(self, maps: Mapping[str, np.ndarray], sizes: Mapping[str, int]) -> RuleSet:
         """Every rule coarsened by :meth:`Rule.coarsen`."""
         return RuleSet(tuple(r.coarsen(maps, sizes) for r in self.rules))

@@ -361,7 +361,7 @@ def _place_rules(
     limit = RULE_GROWTH * tree.cells + RULE_SLACK_CELLS
     added: list[tuple[str, ...]] = []
     for r in rules:
-        if tree.find_clique(r.attrs) is not None:
+        if not r.forbidden_cells or tree.find_clique(r.attrs) is not None:  # (a rule forbidding nothing holds anyway)
             continue
         try:
             bigger = build_junction_tree(domain, [*cliques, *added, r.attrs], memory_limit_mb=memory_limit_mb)
@@ -370,7 +370,7 @@ def _place_rules(
         if bigger.cells <= limit:
             added.append(r.attrs)
             tree = bigger
-    inside = [r.name for r in rules if tree.find_clique(r.attrs) is not None]
+    inside = [r.name for r in rules if not r.forbidden_cells or tree.find_clique(r.attrs) is not None]
     left = [r.name for r in rules if r.name not in inside]
     return tree, {"in_model": inside, "added_cliques": [list(c) for c in added], "left": left}
 
