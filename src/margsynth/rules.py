@@ -447,7 +447,9 @@ class RuleSet:
         """A non-negative table over ``attrs`` (shaped, or flat in C order) with the cells the
         rules inside ``attrs`` forbid emptied and the others rescaled to the same total
         (spread evenly over the allowed cells if they held nothing): the closest table with
-        those zeros in Kullback-Leibler divergence. Unchanged when no rule lies inside
+        those zeros in Kullback-Leibler divergence (its I-projection: Csiszár, "I-divergence
+        geometry of probability distributions and minimization problems", Annals of
+        Probability 3, 1975). Unchanged when no rule lies inside
         ``attrs``. Used for a generator's target marginals (GUM, PrivPGD)."""
         allowed = self.mask(attrs, domain)
         table = np.asarray(table, dtype=np.float64)

@@ -9,21 +9,27 @@ GEM, Private-GSD) — is enforced on the records here, keeping their number:
   own distribution (a fitted graphical model's i.i.d. ancestral sampling; RAP's and GEM's
   mixture of product distributions), until none breaks one or ``max_rounds`` rounds have
   passed. A record that survives is a draw from that distribution *conditioned on the
-  rules*: rejection sampling is exact conditioning, so this is the right repair when the
-  generator has such a distribution and it gives the allowed records most of its mass.
-* :func:`repair` — the attributes of the broken rules of each offending record are drawn
-  again from their conditional distribution given the record's other attributes under
-  every rule that mentions them and independent per-attribute weights (e.g. the
-  mechanism's noisy one-way marginals), i.e. ``P(x_A | x_rest) ∝ prod_{a in A} w_a(x_a)
-  * prod_{rules r touching A} allowed_r(x_r)``. It is exact conditional sampling on a
-  small table (the attributes of the broken rules only), so one pass repairs every
-  record: the rules that do not touch ``A`` held before and are unchanged, those that do
-  are enforced by the draw. When a record's other attributes leave no allowed value for
-  ``A`` (a further rule pins them), ``A`` is widened by the attributes of the rules that
-  touch it and the draw repeated — at worst over a whole connected group of rules,
-  which some assignment satisfies because the rule set was checked satisfiable
-  (:meth:`~margsynth.rules.RuleSet.check`). Only the offending records change, and in
-  them only the attributes the rules need; the others keep the generator's values.
+  rules*: rejection sampling (von Neumann, "Various techniques used in connection with
+  random digits", NBS Applied Mathematics Series 12, 1951) is exact conditioning, so this
+  is the right repair when the generator has such a distribution and it gives the allowed
+  records most of its mass.
+* :func:`repair` — the attributes ``A`` of the broken rules of each offending record are
+  drawn again from their conditional distribution given the record's other attributes,
+  under every rule that mentions them and independent per-attribute weights (e.g. the
+  mechanism's noisy one-way marginals): ``P(x_A | x_rest) ∝ prod_{a in A} w_a(x_a) *
+  prod_{rules r touching A} allowed_r(x_r)``. This is exact sampling from a small table
+  (beyond :data:`TABLE_CELLS` cells, one attribute at a time from its marginal by variable
+  elimination: Koller & Friedman, *Probabilistic Graphical Models*, 2009, §9.3), so one
+  pass repairs every record: the rules that do not touch ``A`` held before and are
+  unchanged, those that do are enforced by the draw. When a record's other attributes
+  leave no allowed value for ``A`` (a further rule pins them), ``A`` is widened by the
+  attributes of the rules that touch it and the draw repeated — at worst over a whole
+  connected group of rules, which some assignment satisfies because the rule set was
+  checked satisfiable (:meth:`~margsynth.rules.RuleSet.check`). Only the offending records
+  change, and in them only the attributes the rules need; the others keep the generator's
+  values. It is a simple form of the edit-and-imputation step of statistical data editing
+  (Fellegi & Holt, "A systematic approach to automatic edit and imputation", JASA 71,
+  1976, who change a minimal set of fields; here every field of the failed rules).
 * :func:`enforce` — :func:`reject` when a distribution to draw from is given, :func:`repair`
   for whatever is left, then the final check (``RuntimeError`` if a record still breaks a
   rule: a bug).

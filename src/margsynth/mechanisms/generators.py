@@ -220,20 +220,17 @@ def pgm_enforce(model: GraphicalModel, synth, rules: RuleSet | None, rng: np.ran
     obey (rejection: exact conditioning of the model on the rules), and any left after
     :data:`~margsynth.inference.repair.MAX_REJECTION_ROUNDS` rounds get the attributes of
     their broken rules redrawn conditionally, weighted by the model's one-way marginals
-    (:func:`~margsynth.inference.repair.enforce`). Returns the records and the report
-    (``model``: the fit's placement of the rules). :class:`~.sampler.PGMSampler` draws more
-    records the same way."""
+    (:func:`~margsynth.inference.repair.enforce`; no draw at all when no record breaks a
+    rule). Returns the records and the report (``model``: the fit's placement of the rules,
+    when the model has it). :class:`~.sampler.PGMSampler` draws more records the same way."""
     if rules is None:
         return synth, None
-    placed = model.stats.get("rules") or {"in_model": [], "added_cliques": [], "left": list(rules.names)}
-    if not placed["left"]:
-        synth, report = enforce(synth, rules, rng)  # the zeros hold every rule: the check alone
-    else:
-        synth, report = enforce(
-            synth, rules, rng, draw=lambda k: model.synthetic_data(k, rng=rng, method="sample"),
-            weights={a: model.project((a,)) for a in rules.attributes},
-        )  # fmt: skip
-    return synth, {"model": dict(placed), **report}
+    synth, report = enforce(
+        synth, rules, rng, draw=lambda k: model.synthetic_data(k, rng=rng, method="sample"),
+        weights={a: model.project((a,)) for a in rules.attributes},
+    )  # fmt: skip
+    placed = model.stats.get("rules")
+    return synth, report if placed is None else {"model": dict(placed), **report}
 
 
 def consistent_targets(

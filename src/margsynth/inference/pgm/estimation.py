@@ -76,7 +76,7 @@ FACE_MAX_ITERS = 20_000
 #: tree then has at most ``RULE_GROWTH * cells + RULE_SLACK_CELLS`` cells (``cells``: the
 #: tree's without rules); else it is left to the generator (:func:`_place_rules`)
 RULE_GROWTH = 1.5
-RULE_SLACK_CELLS = 4096
+RULE_SLACK_CELLS = 1024
 #: ``log`` of the potential a warm start gives a cell its model held at zero (a finite
 #: start for the descent; the zeros of this fit's rules are added on top)
 _LOG_TINY = float(np.log(1e-300))

@@ -10,7 +10,7 @@ sampling, Example 3's comparison).
 
 Structural zeros (cells a rule forbids, :mod:`margsynth.rules`; ``estimate(...,
 rules=...)``) are log-potentials ``-inf``: those cells have probability exactly 0 in every
-marginal (exact-zero belief propagation, :mod:`.inference`), so no record drawn from the
+marginal (exact-zero belief propagation, :mod:`margsynth.inference.pgm.inference`), so no record drawn from the
 model lands on one.
 """
 
