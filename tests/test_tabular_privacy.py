@@ -43,43 +43,65 @@ def test_category_counts_sensitivity_is_one():
     assert worst == 1.0
 
 
+def _l2(h, g) -> float:
+    return float(np.sqrt(((np.asarray(h, dtype=float) - np.asarray(g, dtype=float)) ** 2).sum()))
+
+
+def test_category_histogram_with_its_null_cell_has_sensitivity_one():
+    """Keys and the null cell of one column: a row is in exactly one of them."""
+    base = ["a", "b", None, "b", None, "c"]
+    worst = 0.0
+    for d in [base[:k] for k in range(len(base) + 1)]:
+        for nb in neighbours(d, ["a", None, "new"]):
+            h = {**dsc.category_counts(k for k in d if k is not None), None: sum(k is None for k in d)}
+            g = {**dsc.category_counts(k for k in nb if k is not None), None: sum(k is None for k in nb)}
+            worst = max(worst, l2(h, g))
+    assert worst == 1.0
+
+
 @pytest.mark.parametrize("integer", [True, False])
-def test_log2_histogram_sensitivity_is_one(integer):
+def test_range_histogram_sensitivity_is_one(integer):
     vals = (
         [0, 1, 3, 4, 7, 8, -1, -2, 100, 2**70] if integer else [0.0, 1e-40, 0.5, 1.0, 1.5, -0.25, -3.0, 1e30, 2.0**80]
     )
     extra = vals + ([5, -7, 2**63] if integer else [0.75, -1e-12, 7.5])
     worst = 0.0
     for d in [vals[:k] for k in range(0, len(vals) + 1, 3)]:
-        h = dsc.log2_histogram(np.array(d, dtype=float), integer)
+        h = dsc.range_histogram(np.array(d, dtype=float), integer)
         assert h.sum() == len(d)
         for nb in neighbours(d, extra):
-            g = dsc.log2_histogram(np.array(nb, dtype=float), integer)
-            dist = float(np.sqrt(((h - g) ** 2).sum()))
+            dist = _l2(h, dsc.range_histogram(np.array(nb, dtype=float), integer))
             assert dist <= 1.0
             worst = max(worst, dist)
     assert worst == 1.0
 
 
-def test_log2_bins_are_ordered_and_hold_their_values():
+def test_range_bins_are_ordered_and_hold_their_values():
     for integer in (True, False):
-        lower, upper = dsc.log2_bin_edges(integer)
-        assert (lower <= upper).all() and (upper[:-1] <= lower[1:]).all()
-        xs = [0, 1, 2, 3, 5, 1023, 1024, -1, -6, -1024] if integer else [0.0, 0.3, 1.0, 1.99, -0.7, -1e6, 12345.6]
+        lower, upper = dsc.range_bins(integer)
+        assert (lower < upper).all() and (upper[:-1] == lower[1:]).all()  # a partition into half-open bins
+        ratio = (upper / np.where(lower > 0, lower, np.nan))[lower > 16]  # 2^(1/8), integer edges rounded up
+        assert (ratio <= 2 ** (1 / 8) * (1 + 1 / 16) + 1e-9).all() and (ratio[-100:] <= 2 ** (1 / 8) + 1e-9).all()
+        xs = [0, 1, 2, 3, 5, 11, 12, 1023, 1024, -1, -6, -1024] if integer else [0.0, 0.3, 1.0, 1.99, -0.7, -1e6, 12345.6]
         for x in xs:
-            k = int(np.argmax(dsc.log2_histogram(np.array([x], dtype=float), integer)))
-            assert lower[k] <= x <= upper[k], (x, lower[k], upper[k])
+            k = int(np.argmax(dsc.range_histogram(np.array([x], dtype=float), integer)))
+            assert lower[k] <= x < upper[k], (x, lower[k], upper[k])
+        if integer:  # every integer up to 11 is its own bin
+            assert all(upper[k] - lower[k] == 1 for k in range(lower.size) if 0 <= lower[k] <= 11)
 
 
 @pytest.mark.parametrize("integer", [True, False])
-def test_quantile_histogram_sensitivity_is_one(integer):
-    lo, hi = (0.0, 20.0) if integer else (-1.0, 1.0)
-    vals = [0, 3, 3, 7, 20, 11, 19] if integer else [-1.0, -0.5, 0.0, 0.999, 1.0, 0.25]
+def test_fine_histogram_sensitivity_is_one(integer):
+    """The distribution histogram with its cells below and above: a row in exactly one cell."""
+    edges = dsc.fine_edges(0.0, 20.0, integer, cells=8) if integer else dsc.fine_edges(-1.0, 1.0, integer, cells=8)
+    vals = [0, 3, 3, 7, 20, 11, 19, -5, 40] if integer else [-1.0, -0.5, 0.0, 0.999, 1.0, 0.25, -7.0, 3.0]
+    worst = 0.0
     for d in [vals[:k] for k in range(len(vals) + 1)]:
-        h = dsc.quantile_histogram(np.array(d, dtype=float), lo, hi, integer)
+        h = dsc.fine_histogram(np.array(d, dtype=float), edges)
+        assert h.sum() == len(d)
         for nb in neighbours(d, vals):
-            g = dsc.quantile_histogram(np.array(nb, dtype=float), lo, hi, integer)
-            assert float(np.sqrt(((h - g) ** 2).sum())) <= 1.0
+            worst = max(worst, _l2(h, dsc.fine_histogram(np.array(nb, dtype=float), edges)))
+    assert worst == 1.0
 
 
 def test_new_category_passes_with_probability_delta():
@@ -92,17 +114,55 @@ def test_discovery_finds_what_it_should():
     rng = np.random.default_rng(0)
     led = BudgetLedger.from_dp(50.0, 1e-6)
     keys = ["a"] * 5000 + ["b"] * 3000 + ["rare"] * 2
-    kept, info = dsc.discover_categories(keys, rho=0.5, delta=1e-9, rng=rng, ledger=led, label="c")
-    assert kept == ["a", "b"] and info["kept"] == 2
-    x = rng.uniform(5.0, 900.0, 5000)
-    (lo, hi), _ = dsc.discover_bounds(x, rho=0.5, integer=False, rng=rng, ledger=led, label="b")
-    assert (lo, hi) == (4.0, 1024.0)
-    xi = rng.integers(-20, 40, 5000).astype(float)
-    (lo, hi), _ = dsc.discover_bounds(xi, rho=0.5, integer=True, rng=rng, ledger=led, label="bi")
-    assert (lo, hi) == (-31.0, 63.0)
-    cuts, info = dsc.private_quantile_cuts(np.sort(x), 4.0, 1024.0, 4, rho=0.5, integer=False, rng=rng, ledger=led,
-                                           label="q")  # fmt: skip
-    assert np.allclose(cuts, np.quantile(x, [0.25, 0.5, 0.75]), rtol=0.02, atol=2.0)
+    kept, info = dsc.discover_categories(keys, rho=0.5, delta=1e-9, rng=rng, ledger=led, label="c", nulls=40)
+    assert kept == ["a", "b"] and info["kept"] == 2 and abs(info["noisy_nulls"] - 40) < 10
+    for integer, x in [(False, rng.uniform(5.0, 900.0, 5000)), (True, rng.integers(1956, 2014, 5000).astype(float))]:
+        (i, j), _ = dsc.discover_range(x, rho=0.5, integer=integer, rng=rng, ledger=led, label="r")
+        lower, upper = dsc.range_bins(integer)
+        assert lower[i] <= x.min() and x.max() < upper[j]
+        edges = dsc.fine_edges(0, 0, integer, cells=1024, range_index=(i, j))
+        dist, _ = dsc.measure_distribution(x, edges, rho=0.5, rng=rng, ledger=led, label="d")
+        lo, hi, clamped = dsc.refine_bounds(dist, integer)
+        assert x.min() - 0.02 * np.ptp(x) <= lo <= np.quantile(x, 0.01) and np.quantile(x, 0.99) <= hi
+        assert hi <= x.max() + 0.02 * np.ptp(x) + 1 and clamped < 0.01
+        cuts = dsc.quantile_cuts(dist, lo, hi, 4, integer)
+        assert np.allclose(cuts, np.quantile(x, [0.25, 0.5, 0.75]), rtol=0.02, atol=2.0)
+
+
+def test_range_and_nulls_of_a_sparse_column():
+    """23 values and 3,300 nulls at a small budget: no range bin stands out (reported as
+    sparse), the null cell does."""
+    rng = np.random.default_rng(3)
+    x = rng.uniform(90, 432, 23)
+    (i, j), info = dsc.discover_range(x, rho=1e-4, integer=False, rng=rng, ledger=BudgetLedger(1.0), label="s",
+                                      nulls=3300)  # fmt: skip
+    assert info["sparse"] and i == j and info["noisy_nulls"] > 3000
+
+
+def test_non_negative_floats_never_get_a_negative_bound():
+    rng = np.random.default_rng(1)
+    x = np.where(rng.random(3000) < 0.4, 0.0, rng.exponential(3.0, 3000))
+    for seed in range(4):
+        led = BudgetLedger.from_dp(10.0, 1e-6)
+        g = np.random.default_rng(seed)
+        (i, j), _ = dsc.discover_range(x, rho=0.5, integer=False, rng=g, ledger=led, label="r")
+        edges = dsc.fine_edges(0, 0, False, range_index=(i, j))
+        dist, _ = dsc.measure_distribution(x, edges, rho=0.5, rng=g, ledger=led, label="d")
+        lo, hi, _ = dsc.refine_bounds(dist, False)
+        assert edges[0] == 0.0 and lo == 0.0 and hi > 5
+
+
+def test_category_budget_keeps_a_tenth_of_a_small_table():
+    """The issue of small tables: 344 rows at epsilon 2 -- a category of 10% of the rows is kept
+    with probability >= 0.99, at a budget within the cap."""
+    from margsynth.privacy.accounting import zcdp_rho
+    from margsynth.tabular.encoder import CATEGORY_CAP, category_budget
+
+    total = zcdp_rho(2.0, 1e-5, conversion="cks")
+    sigma, fraction = category_budget(3, 344.0, total, 0.1 * 1e-5 * math.exp(-2.0) / 3)
+    assert fraction <= 0.10 + 1e-12 and 3 / (2 * sigma**2) <= CATEGORY_CAP * total
+    tau = dsc.category_threshold(sigma, 0.1 * 1e-5 * math.exp(-2.0) / 3)
+    assert norm.sf(tau - 34.4, scale=sigma) >= 0.99
 
 
 SCHEMA = {

@@ -177,13 +177,13 @@ def read_schema(option: str, value: str | Path):
 
 
 def read_raw_csv(option: str, value: str | Path):
-    """A raw CSV (strings, numbers, empty cells) as a DataFrame, read as the registered raw tables
-    are (:func:`margsynth.data.loaders.read_csv_strict`), with errors naming ``option``."""
-    from ..data.loaders import read_csv_strict
+    """A raw CSV as text, read as the registered raw tables are
+    (:func:`margsynth.data.loaders.read_raw_csv`), with errors naming ``option``."""
+    from ..data.loaders import read_raw_csv as read_text
 
     path = check_input_file(option, value, "a raw CSV file with a header row")
     try:
-        return read_csv_strict(path)
+        return read_text(path)
     except ValueError as exc:
         msg = str(exc).removeprefix(f"{path}: ")
         raise ValueError(f"{option} {str(value)!r}: {msg}") from None

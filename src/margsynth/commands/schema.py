@@ -39,11 +39,18 @@ def register(sub) -> None:
         action="store_true",
         help="the file is public: take category sets and numeric bounds from it (recorded in the draft)",
     )
+    init.add_argument(
+        "--null-token",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="a cell text that means null (besides the empty cell), e.g. --null-token N; repeatable",
+    )
     init.add_argument("--force", action="store_true", help="replace --out if it exists")
     init.set_defaults(func=_main)
 
 
-def run_init(raw: str, *, out: str, public: bool = False, force: bool = False) -> dict:
+def run_init(raw: str, *, out: str, public: bool = False, force: bool = False, null_tokens=()) -> dict:
     """The work of ``margsynth schema init`` (callable from Python); returns the draft."""
     from ..paths import atomic_path
     from ..tabular import draft_schema
@@ -52,7 +59,7 @@ def run_init(raw: str, *, out: str, public: bool = False, force: bool = False) -
     path = check_out(out, {f"RAW.csv {raw!r}": raw_path}, sidecar=False)
     if path.exists() and not force:
         raise ValueError(f"--out {out!r} exists (a schema is usually edited by hand); pass --force to replace it")
-    draft = draft_schema(frame, public=public)
+    draft = draft_schema(frame, public=public, null_tokens=list(null_tokens))
     text = json.dumps(draft, indent=2, allow_nan=False) + "\n"
     with atomic_path(path, ".json") as tmp:
         tmp.write_text(text)
@@ -60,7 +67,7 @@ def run_init(raw: str, *, out: str, public: bool = False, force: bool = False) -
 
 
 def _main(args) -> int:
-    draft = run_init(args.raw, out=args.out, public=args.public, force=args.force)
+    draft = run_init(args.raw, out=args.out, public=args.public, force=args.force, null_tokens=args.null_token)
     cols = draft.get("columns", draft) if isinstance(draft, dict) else draft
     n = len(cols) if hasattr(cols, "__len__") else "?"
     print(

@@ -288,7 +288,7 @@ def _run_raw(
     then :meth:`~margsynth.tabular.PreparedRun.run`, decoded."""
     from .. import __version__
     from ..mechanisms.registry import spec
-    from ..tabular import TableError, prepare, sidecar
+    from ..tabular import TableError, encoder_of, prepare, sidecar
     from ._inputs import check_input_file, file_sha256, raw_input, read_schema
 
     if domain is not None:
@@ -346,7 +346,8 @@ def _run_raw(
             side["saved_model"] = {"path": str(model_path), "sha256": hashlib.sha256(blob).hexdigest()}
             writers.append(lambda tmp: tmp.write_bytes(blob))
         text = dumps_strict(json.loads(json.dumps(side, default=_json_default)), prog="margsynth synth", indent=2)
-        pair.commit(lambda tmp: synthetic.to_csv(tmp, index=False), lambda tmp: tmp.write_text(text), *writers)
+        table = encoder_of(report).to_text(synthetic)  # decimals, integers and null tokens as the input
+        pair.commit(lambda tmp: table.to_csv(tmp, index=False), lambda tmp: tmp.write_text(text), *writers)
     return side
 
 
@@ -404,6 +405,12 @@ def _main(args) -> int:
         save_model=args.save_model,
         preprocessing_share=args.preprocessing_share,
     )
+    if "preprocessing" in side:  # a raw table: what preprocessing did, column by column
+        from ..tabular import describe
+
+        print(f"preprocessing ({100 * side['preprocessing']['preprocessing_share']:.1f}% of the budget):")
+        for line in describe(side["preprocessing"]):
+            print(line)
     print(
         f"{args.mechanism}: {side['records']:,} synthetic records -> {args.out} "
         f"(epsilon spent {side['epsilon_spent']:.6g}, delta {side['delta']:.3g}, {side['wall_seconds']:.1f} s); "

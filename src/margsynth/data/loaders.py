@@ -10,6 +10,7 @@ tests' offline mode; ``$MARGSYNTH_REQUIRE_REAL`` turns it off).
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 from functools import cache
@@ -24,7 +25,17 @@ from . import provenance
 from .fetch import DataUnavailableError, fetch, local_path, require
 from .registry import dataset_info
 
-__all__ = ["RAW_TABLES", "RECORD_DATASETS", "load", "load_csv", "load_domain", "load_raw", "load_registered", "load_source"]
+__all__ = [
+    "RAW_TABLES",
+    "RECORD_DATASETS",
+    "load",
+    "load_csv",
+    "load_domain",
+    "load_raw",
+    "load_registered",
+    "load_source",
+    "read_raw_csv",
+]
 
 # loader name -> (registry dataset, data file, domain file)
 RECORD_DATASETS: dict[str, tuple[str, str, str]] = {
@@ -67,6 +78,32 @@ def load_csv(path: str | Path, domain: Domain | str | Path, *, ordinal: list[str
     if booleans:
         raise ValueError(f"{path}: column {booleans[0]!r} holds True/False; expected integer codes 0..k-1")
     return Dataset(frame, domain, source=str(path))
+
+
+def read_raw_csv(path: str | Path) -> pd.DataFrame:
+    """A raw table as text: every cell is the string the file holds — an empty cell is ``""``;
+    ``NA``, ``None``, ``null``, ``nan`` stay the strings they are (a category such as Namibia's
+    ``NA`` is not a missing value); what means null is the schema's business
+    (:class:`~margsynth.tabular.Schema`'s ``null_tokens``). A header that names a column
+    twice or leaves one unnamed is refused (pandas would rename them ``x.1`` or
+    ``Unnamed: 1``)."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            header = next(csv.reader(fh), None)
+        if not header:
+            raise ValueError(f"{path}: no header row; expected a CSV whose first row names the columns")
+        for i, name in enumerate(header):
+            if not name.strip():
+                raise ValueError(f"{path}: column {i + 1} of the header has no name; expected every column named")
+        dup = sorted({n for n in header if header.count(n) > 1})
+        if dup:
+            raise ValueError(f"{path}: the header names column(s) {dup} more than once; expected each column once")
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False, encoding="utf-8-sig")
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, csv.Error) as exc:
+        raise ValueError(f"{path}: cannot be read as CSV ({exc})") from exc
+    if [str(c) for c in frame.columns] != header:  # pragma: no cover - pandas keeps a checked header as is
+        raise ValueError(f"{path}: the header was read as {list(frame.columns)}, not {header}")
+    return frame
 
 
 def read_csv_strict(path: str | Path, **kwargs) -> pd.DataFrame:
@@ -175,8 +212,8 @@ def _load_real(name: str) -> Dataset:
 
 
 def load_raw(name: str) -> pd.DataFrame:
-    """The registered raw table ``name`` (see ``RAW_TABLES``) as read by ``pandas.read_csv``:
-    strings, numbers and empty cells, for :mod:`margsynth.tabular`. Its file is verified by
+    """The registered raw table ``name`` (see ``RAW_TABLES``) as text
+    (:func:`read_raw_csv`), for :mod:`margsynth.tabular`. Its file is verified by
     SHA-256 first (:func:`~margsynth.data.fetch.require`); there is no surrogate."""
     try:
         reg, data_file = RAW_TABLES[name]
@@ -185,7 +222,7 @@ def load_raw(name: str) -> pd.DataFrame:
     require(reg)
     entry = next(e for e in dataset_info(reg).files if e.path == data_file)
     provenance.record(name, "real", {data_file: entry.sha256})
-    return read_csv_strict(local_path(entry))
+    return read_raw_csv(local_path(entry))
 
 
 def _surrogate(name: str, reason: str) -> Dataset:

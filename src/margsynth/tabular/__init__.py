@@ -21,7 +21,7 @@ from .api import (
     sidecar,
     synthesize,
 )
-from .encoder import ColumnCoding, Encoder, check_table, fit_encoder
+from .encoder import ColumnCoding, Encoder, check_table, describe, fit_encoder
 from .schema import ColumnSpec, Schema, draft_schema
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "TableError",
     "Schema",
     "check_table",
+    "describe",
     "draft_schema",
     "encoder_of",
     "fit_encoder",
