@@ -13,9 +13,9 @@ over the same domain, lower is better. Names are stable — users script against
                             high-order-conjunction test cases, ``min(1, Δ / ln 1000)``
 ``nist-income-inequality``  NIST 2018 criterion 3: per-city Gini indices of income and the
                             cities' gender-pay-gap ranking, roles (sex, city, income) from
-                            :func:`designated_triple` (not in :data:`DEFAULT_METRICS`)
+                            :func:`~margsynth.metrics.nist2018.designated_triple` (not in :data:`DEFAULT_METRICS`)
 ``nist-target``             our stand-in for criterion 3: TV of the income distribution
-                            within every (sex, city) group of :func:`designated_triple`
+                            within every (sex, city) group of :func:`~margsynth.metrics.nist2018.designated_triple`
 ==========================  ===============================================================
 
 (TV: :func:`margsynth.metrics.marginal.tv_distance`, defined there; NIST criteria
@@ -37,9 +37,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..dataset import Dataset
-from ..domain import Domain
 from . import nist2018
 from .marginal import marginal_tvs
+from .nist2018 import DESIGNATED, designated_triple  # defined there, re-exported here
 
 __all__ = [
     "DEFAULT_METRICS",
@@ -54,32 +54,6 @@ __all__ = [
 ]
 
 Metric = Callable[..., float]
-
-#: Designated 3-way marginal (a, b, target) of NIST criterion 3 for known schemas: the
-#: analogue of the challenge's SEX × CITY × INCWAGE (demographic × place × income).
-DESIGNATED: dict[frozenset, tuple[str, str, str]] = {
-    frozenset({"sex", "native-country", "income>50K"}): ("sex", "native-country", "income>50K"),
-    frozenset({"Sex", "Pclass", "Survived"}): ("Sex", "Pclass", "Survived"),
-}
-
-
-def designated_triple(domain: Domain) -> tuple[str, str, str]:
-    """The designated marginal of ``nist-target`` for ``domain``, read as the (sex, city, income)
-    roles of ``nist-income-inequality``: a known schema's entry of
-    :data:`DESIGNATED` (adult: sex × native-country × income>50K; titanic: Sex × Pclass ×
-    Survived), else the last attribute as target with the two smallest other attributes
-    (ties by domain order) as groups."""
-    names = set(domain.names)
-    for key, triple in DESIGNATED.items():
-        if key <= names:
-            return triple
-    if len(domain) < 3:
-        raise ValueError(f"nist-target needs at least 3 attributes, domain has {len(domain)}")
-    target = domain.names[-1]
-    others = sorted(domain.names[:-1], key=lambda a: (domain[a].size, domain.index(a)))[:2]
-    a, b = sorted(others, key=domain.index)
-    return (a, b, target)
-
 
 def _check_pair(real: Dataset, synth: Dataset) -> None:
     for name, ds in (("real", real), ("synthetic", synth)):
@@ -132,13 +106,13 @@ def nist_conjunctions(real: Dataset, synth: Dataset, *, rng: np.random.Generator
 
 def nist_income_inequality(real: Dataset, synth: Dataset, *, rng: np.random.Generator | None = None) -> float:
     """NIST 2018 criterion 3 (paper §3.3 (3)): per-city Gini and pay-gap ranking on
-    :func:`designated_triple` read as (sex, city, income). Deterministic."""
+    :func:`~margsynth.metrics.nist2018.designated_triple` read as (sex, city, income). Deterministic."""
     _check_pair(real, synth)
     return nist2018.income_inequality_score(real, synth, designated_triple(real.domain))
 
 
 def nist_target(real: Dataset, synth: Dataset, *, rng: np.random.Generator | None = None) -> float:
-    """Our stand-in for NIST 2018 criterion 3 (paper §3.3 (3)) on :func:`designated_triple`."""
+    """Our stand-in for NIST 2018 criterion 3 (paper §3.3 (3)) on :func:`~margsynth.metrics.nist2018.designated_triple`."""
     _check_pair(real, synth)
     return nist2018.designated_marginal_score(real, synth, designated_triple(real.domain))
 
