@@ -121,7 +121,7 @@ pre
 # ## 4. Evaluation and MGD
 #
 # Scoring reads the real table, so it is not private: both tables are encoded by one encoder resolved exactly from the
-# real one (`margsynth.metrics.raw_tables`; what `margsynth evaluate --schema` and `margsynth mgd --schema` do).
+# real one (`margsynth.tabular.scoring`; what `margsynth evaluate --schema` and `margsynth mgd --schema` do).
 
 # %%
 scores = exp.utility(raw, synthetic, schema)

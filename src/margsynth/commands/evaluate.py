@@ -10,7 +10,7 @@ counting-queries, threshold-queries, sw-2way``; see :mod:`margsynth.metrics.suit
 
 With ``--schema`` both files are raw CSVs described by the schema; they are encoded by one
 encoder whose "discover" entries are resolved exactly from ``--dataset``
-(:func:`margsynth.metrics.raw_tables.encode_pair`; scoring reads the real data, so the
+(:func:`margsynth.tabular.scoring.encode_pair`; scoring reads the real data, so the
 scores are not differentially private).
 """
 
@@ -52,7 +52,7 @@ def register(sub) -> None:
 
 def _raw_pair(args):
     """``--dataset`` and ``--synthetic`` read as raw CSVs and encoded by one encoder from ``--schema``."""
-    from ..metrics.raw_tables import encode_pair
+    from ..tabular.scoring import encode_pair
     from ._inputs import raw_input, read_raw_csv, read_schema
 
     if args.domain is not None:

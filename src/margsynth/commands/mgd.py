@@ -8,7 +8,7 @@ Two input kinds:
   DOMAIN.json`` (``{"attr": size, ...}``) and ``--ordinal a,b``;
 - raw CSVs (strings, decimals, empty cells) with ``--schema SCHEMA.json``: both are
   encoded by one encoder whose "discover" entries are resolved exactly from ``--truth``
-  (:func:`margsynth.metrics.raw_tables.encode_pair`); the default marginals are the
+  (:func:`margsynth.tabular.scoring.encode_pair`); the default marginals are the
   encoder's (:meth:`margsynth.tabular.Encoder.mgd_spec`: numeric bins as ordinal
   attributes, categories flat).
 
@@ -76,7 +76,7 @@ def _load(args):
 
 def _load_raw(args):
     """``--truth`` and ``--synthetic`` as raw CSVs, encoded by one encoder from ``--schema``."""
-    from ..metrics.raw_tables import encode_pair
+    from ..tabular.scoring import encode_pair
     from ._inputs import raw_input, read_raw_csv, read_schema
 
     if args.domain:
