@@ -43,7 +43,14 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..domain import Domain
-from ..inference.pgm import GraphicalModel, estimate, junction_tree_size, kernels, splice_clique
+from ..inference.pgm import (
+    GraphicalModel,
+    estimate,
+    from_noisy_marginals,
+    junction_tree_size,
+    kernels,
+    splice_clique,
+)
 from ..inference.pgm.estimation import single_threaded_blas
 from ..inference.pgm.factor import align
 from ..inference.pgm.junction_tree import BYTES_PER_CELL
@@ -295,7 +302,7 @@ class AIM:
             noisy.append(NoisyMarginal((a,), y, sigma))
             measured.append((a,))
         te = time.perf_counter()
-        model = estimate(dom, NoisyMarginals(noisy).measurements(), iters=self.iters)
+        model = estimate(dom, from_noisy_marginals(noisy), iters=self.iters)
         times["estimate"] += time.perf_counter() - te
 
         trace = []
@@ -354,7 +361,7 @@ class AIM:
             measured.append(cl)
             z = project(cl).ravel()
             te = time.perf_counter()
-            measurements = NoisyMarginals(noisy).measurements()
+            measurements = from_noisy_marginals(noisy)
             if self.incremental:
                 structure = self._structure(dom, measured, structure, spliced.get(cl))
                 model = estimate(
