@@ -188,7 +188,6 @@ print(f"{len(more):,} more records; tv-1way {more_scores['tv-1way']:.4f} (the ru
 
 # %%
 if profile == "full":
-    import matplotlib.pyplot as plt
     import seaborn as sns
 
     runs = exp.sweep(raw, schema, settings["mechanisms"], settings["epsilons"], settings["seeds"], delta=delta,
