@@ -21,16 +21,14 @@ over the same domain, lower is better. Names are stable — users script against
 (TV: :func:`margsynth.metrics.marginal.tv_distance`, defined there; NIST criteria
 from :mod:`margsynth.metrics.nist2018`; how we score them: docs/notes/nist2018.md.)
 
-Other modules add theirs: ``margsynth.metrics.evaluation.EVALUATION_METRICS`` (same
-signature; the PrivPGD paper's suite: ``downstream``, ``covariance``,
-``counting-queries``, ``threshold-queries``, ``sw-2way``, ``tv-2way``) is merged in on
-first use; names already here keep their definition (one ``tv-2way``; both compute
-the same number). :func:`register_metric` adds one more.
+:data:`margsynth.metrics.evaluation.EVALUATION_METRICS` (same signature; the PrivPGD
+paper's suite: ``downstream``, ``covariance``, ``counting-queries``, ``threshold-queries``,
+``sw-2way``, ``tv-2way``) is merged in; names already here keep their definition (one
+``tv-2way``; both compute the same number). :func:`register_metric` adds one more.
 """
 
 from __future__ import annotations
 
-import importlib
 import itertools
 from collections.abc import Callable, Sequence
 
@@ -38,6 +36,7 @@ import numpy as np
 
 from ..dataset import Dataset
 from . import nist2018
+from .evaluation import EVALUATION_METRICS
 from .marginal import marginal_tvs
 from .nist2018 import DESIGNATED, designated_triple  # defined there, re-exported here
 
@@ -131,24 +130,8 @@ METRICS: dict[str, Metric] = {
 #: (``ValueError`` otherwise) and so is computed only when asked for.
 DEFAULT_METRICS: tuple[str, ...] = tuple(n for n in METRICS if n != "nist-income-inequality")
 
-_merged = False
-
-
-def _merge_plugins() -> None:
-    """Merge ``margsynth.metrics.evaluation.EVALUATION_METRICS`` (if that module exists)."""
-    global _merged
-    if _merged:
-        return
-    _merged = True
-
-    try:
-        evaluation = importlib.import_module(f"{__package__}.evaluation")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{__package__}.evaluation":
-            raise
-        return
-    for name, fn in getattr(evaluation, "EVALUATION_METRICS", {}).items():
-        METRICS.setdefault(name, fn)
+# The PrivPGD paper's suite joins the registry; a name already here keeps its definition.
+METRICS.update({name: fn for name, fn in EVALUATION_METRICS.items() if name not in METRICS})
 
 
 def register_metric(name: str, fn: Metric, *, replace: bool = False) -> None:
@@ -163,12 +146,10 @@ def register_metric(name: str, fn: Metric, *, replace: bool = False) -> None:
 
 
 def available_metrics() -> list[str]:
-    _merge_plugins()
     return list(METRICS)
 
 
 def get_metric(name: str) -> Metric:
-    _merge_plugins()
     try:
         return METRICS[name]
     except KeyError:
