@@ -14,12 +14,15 @@ and those left by a killed run are removed (and reported) by the next one.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+
+import numpy as np
 
 from ..paths import make_temporary, stale_temporaries
 
@@ -199,10 +202,6 @@ class OutputPair:
 
 
 def _finite(obj, where: str, undefined: list):
-    import math
-
-    import numpy as np
-
     if isinstance(obj, np.generic):
         obj = obj.item()
     if isinstance(obj, float) and not math.isfinite(obj):
