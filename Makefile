@@ -61,4 +61,4 @@ lint: setup
 	$(VENV)/bin/lint-imports
 
 clean:
-	rm -rf results figures/*.png figures/*.pdf .pytest_cache docs/_build
+	rm -rf results figures/*.png figures/*.pdf .pytest_cache docs/_build .import_linter_cache .grimp_cache
