@@ -10,51 +10,20 @@ counting-queries, threshold-queries, sw-2way``; see :mod:`margsynth.metrics.suit
 
 With ``--schema`` both files are raw CSVs described by the schema; they are encoded by one
 encoder whose "discover" entries are resolved exactly from ``--dataset``
-(:func:`margsynth.metrics.raw_tables.encode_pair`; scoring reads the real data, so the
-scores are not differentially private).
+(:func:`margsynth.tabular.scoring.encode_pair`; scoring reads the real data, so the
+scores are not differentially private). The parser is in :mod:`margsynth.commands.parsers`.
 """
 
 from __future__ import annotations
 
-from ._args import seed_arg
-from ._inputs import add_allow_surrogate, check_input_file, read_csv_dataset
+from ..metrics.suite import DEFAULT_METRICS, evaluate, get_metric
+from ..tabular.scoring import encode_pair
+from ._inputs import check_input_file, raw_input, read_csv_dataset, read_raw_csv, read_schema, resolve_dataset
 from ._outputs import dumps_strict
-
-__all__ = ["register"]
-
-
-def register(sub) -> None:
-    p = sub.add_parser(
-        "evaluate",
-        help="score synthetic data against the real data",
-        description="Compute utility metrics of a synthetic CSV against the real dataset (lower is better).",
-    )
-    p.add_argument("--dataset", required=True, metavar="NAME|CSV", help="the real dataset: registered name or CSV")
-    p.add_argument("--domain", metavar="JSON", help="domain JSON (required when --dataset is a CSV)")
-    p.add_argument(
-        "--schema",
-        metavar="SCHEMA.json",
-        help="--dataset and --synthetic are raw CSVs described by this schema (what it leaves to \"discover\" is "
-        "resolved exactly from --dataset)",
-    )
-    p.add_argument("--synthetic", required=True, metavar="PATH", help="synthetic CSV over the same domain")
-    p.add_argument(
-        "--metrics",
-        metavar="LIST",
-        help="comma-separated metric names (default: tv-1way,tv-2way,tv-3way,nist-3way,nist-conjunctions,nist-target; "
-        "also downstream,covariance,counting-queries,threshold-queries,sw-2way)",
-    )
-    p.add_argument("--seed", type=seed_arg, default=0, metavar="S", help="seed of randomised metrics (default 0)")
-    p.add_argument("--json", action="store_true", help="print one JSON object {metric: value}")
-    add_allow_surrogate(p)
-    p.set_defaults(func=_main)
 
 
 def _raw_pair(args):
     """``--dataset`` and ``--synthetic`` read as raw CSVs and encoded by one encoder from ``--schema``."""
-    from ..metrics.raw_tables import encode_pair
-    from ._inputs import raw_input, read_raw_csv, read_schema
-
     if args.domain is not None:
         raise ValueError(f"--domain {args.domain!r}: raw CSVs (--schema) need no domain file; drop --domain")
     schema = read_schema("--schema", args.schema)
@@ -66,9 +35,6 @@ def _raw_pair(args):
 
 
 def _main(args) -> int:
-    from ..metrics.suite import DEFAULT_METRICS, evaluate, get_metric
-    from .synth import load_dataset
-
     metrics = list(DEFAULT_METRICS)
     if args.metrics is not None:
         metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
@@ -80,7 +46,7 @@ def _main(args) -> int:
         real, synth = _raw_pair(args)
     else:
         check_input_file("--synthetic", args.synthetic, "a CSV file of integer codes")
-        real = load_dataset(args.dataset, args.domain, allow_surrogate=args.allow_surrogate)
+        real = resolve_dataset(args.dataset, args.domain, allow_surrogate=args.allow_surrogate).dataset
         synth = read_csv_dataset("--synthetic", args.synthetic, real.domain)
     values = evaluate(real, synth, metrics, seed=args.seed)
     if args.json:

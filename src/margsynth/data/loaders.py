@@ -22,8 +22,9 @@ import pandas as pd
 from ..dataset import Dataset
 from ..domain import Domain
 from . import provenance
-from .fetch import DataUnavailableError, fetch, local_path, require
+from .fetch import DataUnavailableError, fetch, is_available, local_path, require
 from .registry import dataset_info
+from .surrogate import surrogate_records
 
 __all__ = [
     "RAW_TABLES",
@@ -148,8 +149,6 @@ def _schema_domain(name: str) -> Domain:
 
 
 def _real_available(name: str) -> bool:
-    from .fetch import is_available
-
     return is_available(_lookup(name)[0])
 
 
@@ -234,7 +233,5 @@ def _surrogate(name: str, reason: str) -> Dataset:
 
 @cache
 def _surrogate_records(name: str) -> Dataset:
-    from .surrogate import surrogate_records
-
     n = _SPLIT_RECORDS.get(name, dataset_info(_lookup(name)[0]).records)
     return surrogate_records(name, _schema_domain(name), n)

@@ -22,7 +22,7 @@ decimals, integers and empty cells; only the mechanism ever sees integer codes.
 
 Scoring reads the real table (the scores are not differentially private); both tables are
 encoded by one encoder resolved exactly from the real one
-(:func:`margsynth.metrics.raw_tables.encode_pair`).
+(:func:`margsynth.tabular.scoring.encode_pair`).
 """
 
 from __future__ import annotations
@@ -207,8 +207,8 @@ def utility(
     """The scores of ``synthetic`` against ``raw`` (see the module docstring)."""
     from ..metrics.aemc import load_specs
     from ..metrics.mgd import mgd as mgd_score
-    from ..metrics.raw_tables import encode_pair
     from ..metrics.suite import evaluate
+    from ..tabular.scoring import encode_pair
 
     real_ds, synth_ds, encoder = encode_pair(raw, synthetic, schema)
     out = dict(evaluate(real_ds, synth_ds, ["tv-1way", "tv-2way"]))
@@ -230,8 +230,8 @@ def checks(raw: pd.DataFrame, synthetic: pd.DataFrame, schema: Any, *, pair: Seq
     """The utility bars a raw-table synthesis at ε = 1 should clear: the Spearman correlation of
     ``pair`` within 0.15 of the real one, every categorical column's 1-way total variation at
     most 0.05, every column's share of empty cells within 0.03 of the real one."""
-    from ..metrics.raw_tables import encode_pair
     from ..tabular import Schema
+    from ..tabular.scoring import encode_pair
 
     real_ds, synth_ds, _ = encode_pair(raw, synthetic, schema)
     rows = []

@@ -7,6 +7,8 @@ differentially private table out, with every preprocessing step on the run's led
 - :mod:`.encoder` — :func:`fit_encoder` and the :class:`Encoder` (raw table ⇄ Dataset);
 - :mod:`.api` — :func:`synthesize` (:func:`prepare`, then :meth:`PreparedRun.run`):
   schema, discovery, any registered mechanism and decoding on one (ε, δ) budget.
+- :mod:`.scoring` — one encoder for a real and a synthetic raw table, to score them
+  (not private: it reads the real table).
 
 docs/tabular.md describes the schema format, the methods and their default budget shares.
 """

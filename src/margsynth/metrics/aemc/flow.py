@@ -74,7 +74,7 @@ def integer_network(g: FlowGraph, cost_scale: int, cap_scale: int, what: str = "
 def ortools_min_cost_flow(tail, head, cap, cost, sup, what: str = "AEMC"):
     """Solve an integer network with OR-Tools' ``SimpleMinCostFlow`` in one
     vectorised call; returns ``(optimal_cost, flows)`` as exact integers."""
-    try:
+    try:  # local: OR-Tools fails to load after highspy, and the LP solver must still work then
         from ortools.graph.python import min_cost_flow
     except ImportError as exc:  # pragma: no cover
         raise ImportError(

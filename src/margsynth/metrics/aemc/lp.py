@@ -36,7 +36,7 @@ def _import_cvxpy():
         from ortools.graph.python import min_cost_flow  # noqa: F401
     except ImportError:  # pragma: no cover - flow unavailable, LP still works
         pass
-    try:
+    try:  # local: CVXPY takes ~1 s to import, and only solver='lp' needs it
         import cvxpy as cp
     except ImportError as exc:  # pragma: no cover
         raise ImportError("solver='lp' needs cvxpy (pip install cvxpy highspy)") from exc

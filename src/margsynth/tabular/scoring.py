@@ -3,7 +3,9 @@
 The metrics of :mod:`margsynth.metrics` compare two :class:`~margsynth.dataset.Dataset`
 objects over one domain. A raw table (strings, decimals, empty cells) becomes one through
 an encoder fitted from its schema (:func:`margsynth.tabular.fit_encoder`); to score,
-the real and the synthetic table must go through the *same* encoder.
+the real and the synthetic table must go through the *same* encoder. (This module sits in
+:mod:`margsynth.tabular`, above the metrics: it needs the schema and the encoder, the
+metrics need neither.)
 
 Scoring reads the real table, so the scores are not differentially private and the
 encoder may be resolved exactly: :func:`exact_schema` replaces every ``"discover"`` of the
@@ -21,12 +23,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .encoder import fit_encoder
+from .schema import Schema, category_key
+
 __all__ = ["encode_pair", "exact_schema"]
 
 
 def _resolved_column(spec: Any, values: pd.Series) -> dict[str, Any]:
-    from ..tabular.schema import category_key
-
     d = spec.to_dict()
     present = values[~values.isna()]
     if spec.kind != "numeric":
@@ -71,8 +74,6 @@ def _resolved_column(spec: Any, values: pd.Series) -> dict[str, Any]:
 def exact_schema(real: pd.DataFrame, schema: Any):
     """``schema`` with every ``"discover"`` resolved exactly from ``real`` (see the module
     docstring); a :class:`~margsynth.tabular.Schema` that needs no private discovery."""
-    from ..tabular import Schema
-
     schema = Schema.coerce(schema)
     cols = []
     for spec in schema.columns:
@@ -88,8 +89,6 @@ def encode_pair(
     """``(real Dataset, synthetic Dataset, encoder)``: both tables encoded by the encoder of
     :func:`exact_schema` (a ``ValueError`` prefixed by ``what`` and naming the column, row and
     value when a cell does not fit the schema)."""
-    from ..tabular import fit_encoder
-
     try:
         resolved = exact_schema(real, schema)
     except ValueError as exc:
