@@ -16,7 +16,7 @@ from scipy.stats import norm
 
 from margsynth.privacy import BudgetLedger
 from margsynth.tabular import discovery as dsc
-from margsynth.tabular import fit_encoder, synthesize
+from margsynth.tabular import Schema, fit_encoder, synthesize
 
 
 def neighbours(values: list, extra: list):
@@ -188,16 +188,37 @@ def raw(n: int = 2000, seed: int = 0) -> pd.DataFrame:
 
 
 def test_fit_encoder_charges_what_it_reports():
+    """An explicit share is spent exactly: the row count 2% of it, the rest an equal part per
+    column with a step (a numeric column's range 40% of its part, its distribution 60%)."""
     led = BudgetLedger.from_dp(1.0, 1e-6)
     enc, rep = fit_encoder(raw(), SCHEMA, ledger=led, rng=np.random.default_rng(0), share=0.2, delta=1e-7)
-    assert rep["steps"] == 4 and len(led.entries) == 4
-    assert led.spent == pytest.approx(rep["rho"], rel=1e-12) == pytest.approx(led.portion(0.2), rel=1e-12)
-    assert math.fsum(c["rho"] for c in rep["columns"].values()) == pytest.approx(rep["rho"], rel=1e-12)
+    labels = [e.label for e in led.entries]
+    assert labels == ["count rows", "discover categories of city", "discover the range of price",
+                      "distribution of price", "discover the range of rooms", "distribution of rooms"]  # fmt: skip
+    assert rep["steps"] == 5
+    assert led.spent == pytest.approx(rep["rho"], rel=1e-12) == pytest.approx(led.portion(0.2), rel=1e-9)
+    per_col = 0.98 * led.portion(0.2) / 3
+    for name in ("city", "price", "rooms"):
+        assert rep["columns"][name]["rho"] == pytest.approx(per_col, rel=1e-9)
+    assert rep["rows"]["rho"] == pytest.approx(0.02 * led.portion(0.2), rel=1e-12)
     assert rep["delta"] == pytest.approx(1e-7) and rep["columns"]["city"]["delta"] == pytest.approx(1e-7)
     assert rep["columns"]["kind"]["rho"] == 0.0
-    labels = [e.label for e in led.entries]
-    assert labels == ["discover categories of city", "discover bounds of price", "quantile cuts of price",
-                      "discover bounds of rooms"]  # fmt: skip
+
+
+def test_default_rule_adapts_to_the_table():
+    """The default rule: the categories of a large table are cheap (a low kept fraction), and
+    every step is on the ledger; nothing is spent beyond the rule's most."""
+    from margsynth.tabular.encoder import discovery_budget
+
+    led = BudgetLedger.from_dp(1.0, 1e-6)
+    enc, rep = fit_encoder(raw(20000), SCHEMA, ledger=led, rng=np.random.default_rng(1), delta=1e-7)
+    assert rep["categories"]["kept_fraction"] <= 0.01
+    assert led.spent == pytest.approx(rep["rho"], rel=1e-12)
+    assert rep["rho"] <= discovery_budget(Schema.coerce(SCHEMA), led.total)["most"]
+    small = BudgetLedger.from_dp(1.0, 1e-6)
+    _, rep_small = fit_encoder(raw(300), SCHEMA, ledger=small, rng=np.random.default_rng(1), delta=1e-7)
+    assert rep_small["categories"]["kept_fraction"] > rep["categories"]["kept_fraction"]
+    assert rep_small["rho"] > rep["rho"]  # a small table buys its categories with more of the budget
 
 
 @pytest.mark.parametrize("epsilon,delta", [(1.0, 1e-6), (0.05, 1e-9), (8.0, 1e-3)])
@@ -213,7 +234,7 @@ def test_synthesize_never_spends_more_than_asked(epsilon, delta):
     assert led["spent_epsilon"] == rep["epsilon"]
     pre = [c for c in led["charges"] if not c["label"].startswith("independent:")]
     assert math.fsum(c["cost"] for c in pre) == pytest.approx(rep["preprocessing"]["rho"], rel=1e-12)
-    assert rep["preprocessing"]["rho"] == pytest.approx(0.1 * led["total"], rel=1e-12)
+    assert rep["preprocessing"]["preprocessing_share"] == pytest.approx(rep["preprocessing"]["rho"] / led["total"])
     # delta: the conversion's share plus e^eps times the category thresholds'
     b = rep["budget"]
     assert rep["delta"] == pytest.approx(b["delta_conversion"] + math.exp(rep["epsilon"]) * b["delta_categories"])
@@ -283,58 +304,30 @@ def test_isotonic_fit_is_the_least_squares_monotone_fit():
 
 
 def test_quantile_cuts_stay_where_the_data_are():
-    """Bounds [0, 1000], data in [0, 100]: clamping each noisy cell at zero would put most
-    cut points in the empty (100, 1000]; the isotonic cumulative sum of the same noisy
-    histogram puts (nearly) none there, at the same cost."""
-    above_new, above_clamped = [], []
-    for seed in range(8):
-        rng = np.random.default_rng(seed)
-        x = rng.uniform(0, 100, 5000)
+    """Given bounds [0, 1000], data in [0, 100]: the quantile cuts of the private distribution
+    are where the data are (the noise of the empty stretch adds no mass there)."""
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 100, 5000)
+    for seed in range(6):
         led = BudgetLedger.from_dp(10.0, 1e-6)
-        state = rng.bit_generator.state
-        cuts, info = dsc.private_quantile_cuts(x, 0.0, 1000.0, 16, rho=0.002, integer=False, rng=rng, ledger=led,
-                                               label="q")  # fmt: skip
-        assert [e.cost for e in led.entries] == [pytest.approx(0.002, rel=1e-12)] and info["bins"] == len(cuts) + 1
-        above_new.append(sum(c > 100 + 1000 / 1024 for c in cuts))
-        # the same noise, clamped cell by cell (the estimator this replaces)
-        rng.bit_generator.state = state
-        noisy = np.clip(dsc.quantile_histogram(x, 0.0, 1000.0, False) + rng.normal(0, info["sigma"], 1024), 0, None)
-        cdf = np.cumsum(noisy) / noisy.sum()
-        old = [(np.searchsorted(cdf, j / 16) + 1) * 1000 / 1024 for j in range(1, 16)]
-        above_clamped.append(sum(c > 100 + 1000 / 1024 for c in old))
-    assert max(above_new) <= 2 and min(above_clamped) >= 8  # most of the 15 cuts were wasted before
-    assert np.mean(above_new) <= 1
+        g = np.random.default_rng(seed)
+        edges = dsc.fine_edges(0.0, 1000.0, False, cells=dsc.distribution_cells(5000, 16.0))
+        dist, info = dsc.measure_distribution(x, edges, rho=0.002, rng=g, ledger=led, label="d")
+        assert [e.cost for e in led.entries] == [pytest.approx(0.002, rel=1e-12)]
+        cuts = dsc.quantile_cuts(dist, 0.0, 1000.0, 16, False)
+        assert len(cuts) >= 10 and sum(c > 110 for c in cuts) <= 2
 
 
 def test_wide_bounds_through_synthesize_cost_the_same():
-    """One quantile step, charged exactly the preprocessing share, and the bins found hold the data."""
+    """One distribution step for a column with given bounds and quantile bins, charged its part
+    of an explicit share, and the bins found hold the data."""
     rng = np.random.default_rng(0)
     df = pd.DataFrame({"v": rng.uniform(0, 100, 4000), "k": rng.choice(["a", "b"], 4000)})
     schema = {"columns": [{"name": "v", "kind": "numeric", "type": "float", "bounds": [0, 1000], "binning": "quantile",
                            "bins": 16}, {"name": "k", "kind": "categorical", "categories": ["a", "b"]}]}  # fmt: skip
-    out, rep = synthesize(df, schema, "independent", epsilon=1.0, delta=1e-6, seed=0, iters=5)
-    charges = [c for c in rep["ledger"]["charges"] if c["label"] == "quantile cuts of v"]
-    assert len(charges) == 1 and charges[0]["cost"] == pytest.approx(0.1 * rep["ledger"]["total"], rel=1e-12)
-    cuts = rep["encoder"]["columns"][0]["cuts"]
-    assert len(cuts) >= 12 and sum(c > 101 for c in cuts) <= 1
+    out, rep = synthesize(df, schema, "independent", epsilon=1.0, delta=1e-6, seed=0, iters=5, preprocessing_share=0.1)
+    charges = [c for c in rep["ledger"]["charges"] if c["label"] == "distribution of v"]
+    assert len(charges) == 1 and charges[0]["cost"] == pytest.approx(0.98 * 0.1 * rep["ledger"]["total"], rel=1e-9)
+    cuts = rep["encoder"]["columns"][0]["cuts"]  # cells spread over the given bounds: ~10 of them hold the data
+    assert len(cuts) >= 8 and sum(c > 110 for c in cuts) <= 1
     assert rep["epsilon"] <= 1.0 and rep["delta"] <= 1e-6
-
-
-# ----------------------------------------------------------------------------- bounds on the grid
-@pytest.mark.parametrize("sign", [1.0, -1.0])
-def test_float_bounds_snap_the_zero_bin_to_zero(sign):
-    """Non-negative data with zeros get lo == 0 exactly (not -2^-30); non-positive, hi == 0;
-    every bound is 0 or a signed power of two."""
-    rng = np.random.default_rng(1)
-    x = sign * np.where(rng.random(3000) < 0.4, 0.0, rng.exponential(3.0, 3000))
-    for seed in range(5):
-        led = BudgetLedger.from_dp(10.0, 1e-6)
-        (lo, hi), info = dsc.discover_bounds(x, rho=0.5, integer=False, rng=np.random.default_rng(seed), ledger=led,
-                                             label="b")  # fmt: skip
-        assert (lo == 0.0) if sign > 0 else (hi == 0.0)
-        for b in (lo, hi):
-            assert b == 0.0 or math.log2(abs(b)).is_integer()
-        assert info["bounds"] == [lo, hi]
-    (lo, hi), _ = dsc.discover_bounds(np.zeros(500), rho=0.5, integer=False, rng=np.random.default_rng(0),
-                                      ledger=BudgetLedger.from_dp(10.0, 1e-6), label="z")  # fmt: skip
-    assert (lo, hi) == (0.0, 1.0)

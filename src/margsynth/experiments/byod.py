@@ -91,11 +91,19 @@ PROFILES: dict[str, dict[str, Any]] = {
 
 
 # ----------------------------------------------------------------------------- the walk
-def load_demo() -> pd.DataFrame:
-    """The demo table (verified by SHA-256, recorded in the run manifest) less :data:`DROPPED`."""
-    from ..data import load_raw
+#: The text the demo CSV writes a missing value as (it was exported from R).
+NULL_TOKENS = ("NA",)
 
-    return load_raw(DEMO).drop(columns=list(DROPPED))
+
+def load_demo() -> pd.DataFrame:
+    """The demo table (verified by SHA-256, recorded in the run manifest) less :data:`DROPPED`,
+    as values: its cells read as text, then numbers as numbers and ``NA`` (the CSV's null
+    token, :data:`NULL_TOKENS`) as a missing value, by a draft schema that knows the token."""
+    from ..data import load_raw
+    from ..tabular import draft_schema, values_frame
+
+    text = load_raw(DEMO).drop(columns=list(DROPPED))
+    return values_frame(text, draft_schema(text, null_tokens=NULL_TOKENS))
 
 
 def edit_schema(draft: dict[str, Any], edits: dict[str, dict[str, Any]] | None = None):
@@ -186,7 +194,7 @@ def bounds_table(report: dict[str, Any], raw: pd.DataFrame) -> pd.DataFrame:
         lo, hi = c["bounds"]
         x = pd.to_numeric(raw[c["name"]], errors="coerce").dropna()
         steps = {st["step"]: st for st in report["preprocessing"]["columns"][c["name"]]["steps"]}
-        rows.append({"column": c["name"], "bounds": "discovered" if steps["bounds"]["method"] != "given" else "given",
+        rows.append({"column": c["name"], "bounds": "discovered" if "range" in steps else "given",
                      "lo": lo, "hi": hi, "bins": len(c.get("cuts", [])) + 1, "real min": x.min(), "real max": x.max(),
                      "share clamped": float(((x < lo) | (x > hi)).mean())})  # fmt: skip
     return pd.DataFrame(rows)

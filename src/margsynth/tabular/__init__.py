@@ -23,7 +23,7 @@ from .api import (
     sidecar,
     synthesize,
 )
-from .encoder import ColumnCoding, Encoder, check_table, describe, fit_encoder
+from .encoder import ColumnCoding, Encoder, check_table, describe, fit_encoder, values_frame
 from .schema import ColumnSpec, Schema, draft_schema
 
 __all__ = [
@@ -43,4 +43,5 @@ __all__ = [
     "prepare",
     "sidecar",
     "synthesize",
+    "values_frame",
 ]

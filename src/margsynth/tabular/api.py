@@ -153,7 +153,8 @@ class PreparedRun:
             "requested": {"epsilon": self.epsilon, "delta": self.delta},
             "records": len(synthetic),
             "seed": int(seed),
-            "preprocessing": {**prep, "preprocessing_share": prep["rho"] / ledger.total},
+            "preprocessing": {**prep, "preprocessing_share": prep["rho"] / ledger.total if self.preprocessing_share is None
+                              or not self.discovers else self.preprocessing_share},  # fmt: skip
             "mechanism_budget": {"currency": budget.currency, "total": budget.total, "spent": budget.spent},
             "budget": {
                 "rho_total": ledger.total,

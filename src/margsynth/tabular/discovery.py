@@ -37,12 +37,14 @@ noise, from the schema and earlier releases only.
 3. **Range** (:func:`discover_range`): a noisy histogram over a fixed grid of signed
    logarithmic bins, :data:`RANGE_STEPS` per octave (each about 9% wide relative to its
    distance from zero; integers: every integer up to 11, then such bins), and a zero bin;
-   the range is from the lowest to the highest bin whose noisy count exceeds a threshold
-   set for a false-positive probability :data:`RANGE_FALSE_POSITIVE` over all bins (the
-   "ApproxBounds" idea of Google's differential-privacy library,
-   github.com/google/differential-privacy, cc/docs/algorithms/approx-bounds.md, on a grid
-   eight times finer and with Gaussian noise), widened by one bin on each side (not
-   across zero), where a thin tail may lie. If no bin passes, the
+   the range is from the lowest to the highest bin where values are found — a bin, or a
+   window of 2, 4, 8, ... bins, whose noisy count exceeds a threshold set for a
+   false-positive probability :data:`RANGE_FALSE_POSITIVE` over all the windows
+   (:func:`mass_edges`; the "ApproxBounds" idea of Google's differential-privacy library,
+   github.com/google/differential-privacy, cc/docs/algorithms/approx-bounds.md, with
+   Gaussian noise, a grid eight times finer, and windows, so that a tail spread thinly over
+   many bins is found too), widened by one bin on each side (not across zero). If nothing
+   passes, the
    column's values are too few to be located at this budget: the report says so (the
    encoder then codes them as null when the column may hold nulls).
 4. **Distribution** (:func:`measure_distribution`): a noisy histogram over at most
@@ -94,6 +96,7 @@ __all__ = [
     "fine_edges",
     "fine_histogram",
     "isotonic_fit",
+    "mass_edges",
     "kept_fraction",
     "measure_distribution",
     "monotone_cumulative",
@@ -212,6 +215,39 @@ def discover_categories(
     return kept, info
 
 
+# ----------------------------------------------------------------------------- where mass is
+def mass_edges(noisy: np.ndarray, sigma: float, false_positive: float = RANGE_FALSE_POSITIVE) -> tuple[int, int] | None:
+    """The first and the last cell of a noisy histogram where values are found. From the low
+    end: among the windows of ``w`` cells (``w`` = 1, 2, 4, ...) whose noisy sum exceeds
+    ``z σ sqrt(w)``, ``z = Φ⁻¹(1 - false_positive / windows)`` over all the windows tried, the
+    one that ends first (the narrowest of those), and the first cell is where it starts;
+    from the high end likewise. Windows of empty cells pass with probability at most
+    ``false_positive``; a single dense cell and a thin tail spread over many cells are both
+    found, and a wide window never reaches out past the values to an empty stretch (a
+    narrower window ending sooner is chosen). ``None`` when no window passes.
+    Post-processing only."""
+    y = np.asarray(noisy, dtype=np.float64)
+    n = y.size
+    widths = [w for w in (2**k for k in range(int(np.log2(max(n, 1))) + 1)) if w <= n]
+    z = -float(ndtri(false_positive / max(n * len(widths), 1))) * sigma
+
+    def first(v: np.ndarray) -> int | None:
+        # the window that passes with the earliest end (the tightest one among those), from its start
+        cum = np.concatenate([[0.0], np.cumsum(v)])
+        best = None  # (end, width)
+        for w in widths:
+            hit = np.flatnonzero(cum[w:] - cum[:-w] > z * np.sqrt(w))
+            if hit.size and (best is None or hit[0] + w - 1 < best[0]):
+                best = (int(hit[0]) + w - 1, w)
+        return None if best is None else best[0] - best[1] + 1
+
+    lo = first(y)
+    if lo is None:
+        return None
+    hi = n - 1 - first(y[::-1])
+    return lo, max(hi, lo)
+
+
 # ----------------------------------------------------------------------------- range
 @cache
 def range_bins(integer: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -267,17 +303,16 @@ def discover_range(
     counts = range_histogram(x, integer)
     values = np.concatenate([counts, [nulls]]) if nulls is not None else counts
     noisy, sigma = noisy_counts(values, rho, rng, ledger, label)
-    tau = -sigma * float(ndtri(RANGE_FALSE_POSITIVE / counts.size))
-    above = np.flatnonzero(noisy[: counts.size] > tau)
-    sparse = above.size == 0
+    edges = mass_edges(noisy[: counts.size], sigma)
+    sparse = edges is None
     if sparse:
-        above = np.array([int(np.argmax(noisy[: counts.size]))])
-    lo, hi = int(above[0]), int(above[-1])
-    if not sparse:  # a bin more on each side (not across zero): a thin tail may pass no bin
+        lo = hi = int(np.argmax(noisy[: counts.size]))
+    else:  # a bin more on each side (not across zero): the edge of a window may cut a thin tail
+        lo, hi = edges
         zero = counts.size // 2
         lo = max(lo - 1, zero if lo >= zero else 0)
         hi = min(hi + 1, zero if hi <= zero else counts.size - 1)
-    info: dict[str, Any] = {"method": "noisy histogram on a logarithmic grid", "sigma": sigma, "threshold": tau,
+    info: dict[str, Any] = {"method": "noisy histogram on a logarithmic grid, scanned", "sigma": sigma,
                             "rho": rho, "range": [float(lower[lo]), float(upper[hi])], "sparse": bool(sparse)}  # fmt: skip
     if nulls is not None:
         info["noisy_nulls"] = float(noisy[-1])
@@ -383,28 +418,15 @@ def distribution_cells(rows: float, sigma: float) -> int:
 
 
 def refine_bounds(dist: Distribution, integer: bool) -> tuple[float, float, float]:
-    """Bounds from a private distribution: where values are found, from each end. From the
-    bottom, the first cell whose noisy count exceeds ``z σ``, or whose noisy count summed with
-    every cell below it exceeds ``z σ sqrt(k)`` (``k`` cells summed: a thin tail spread over
-    many cells is found too), with ``z = Φ⁻¹(1 - RANGE_FALSE_POSITIVE / cells)``, so that
-    empty cells pass with probability about :data:`RANGE_FALSE_POSITIVE`; from the top
-    likewise. The bounds are thus near the extremes of the values and never held out by the
-    noise of empty cells (the cells' extent when nothing passes). Integers: ``hi`` is the
-    last integer of its cell. Returns ``(lo, hi, clamped share)``: the private mass outside
-    the bounds (the cells cut off and the values found below and above the cells) over the
-    private total."""
+    """Bounds from a private distribution: the first and the last cell where values are found
+    (:func:`mass_edges` over its noisy cells), so the bounds are near the extremes of the
+    values and never held out by the noise of empty cells (the cells' extent when nothing is
+    found). Integers: ``hi`` is the last integer of its cell. Returns ``(lo, hi, clamped
+    share)``: the private mass outside the bounds (the cells cut off and the values found
+    below and above the cells) over the private total."""
     e, m, total = dist.edges, dist.masses, dist.total
-    y = dist.noisy[1:-1]
-    z = -float(ndtri(RANGE_FALSE_POSITIVE / max(y.size, 1))) * dist.sigma
-    k = np.sqrt(np.arange(1, y.size + 1))
-
-    def first(v: np.ndarray) -> int | None:
-        hit = np.flatnonzero((v > z) | (np.cumsum(v) > z * k))
-        return int(hit[0]) if hit.size else None
-
-    lo_i, hi_i = first(y), first(y[::-1])
-    lo_i, hi_i = (0, m.size - 1) if lo_i is None else (lo_i, m.size - 1 - hi_i)
-    hi_i = max(hi_i, lo_i)
+    found = mass_edges(dist.noisy[1:-1], dist.sigma)
+    lo_i, hi_i = (0, m.size - 1) if found is None else found
     lo, top = float(e[lo_i]), float(e[hi_i + 1])
     cum = dist.cdf_at_edges()
     clamped = (cum[lo_i] + (total - cum[hi_i + 1])) / total if total > 0 else 0.0
@@ -440,14 +462,15 @@ def uniform_cuts(lo: float, hi: float, bins: int, integer: bool) -> list[float]:
 
 def auto_bins(values: float, rho: float, columns: int, *, lo: float | None = None, hi: float | None = None,
               integer: bool = False) -> int:  # fmt: skip
-    """The number of bins of a numeric column with ``bins: "auto"``: each bin should hold,
-    on average, at least ten times the noise of a one-way marginal measured with a third of
-    the mechanism's budget ``rho`` split over the table's ``columns`` (MST's one-way step:
-    ``σ = sqrt(3 columns / (2 rho))``), i.e. ``bins = values / (10 σ)``, between 2 and 64 —
-    more budget, or more values, buys finer bins. ``values`` is the column's private count
-    of non-null values; an integer column never gets more bins than integers in its bounds."""
+    """The number of bins of a numeric column with ``bins: "auto"``: a 2-way marginal of two
+    such columns has ``bins²`` cells, and each should hold, on average, at least three times
+    the noise of a marginal measured with a third of the mechanism's budget ``rho`` split
+    over the table's ``columns`` (MST's measurements: ``σ = sqrt(3 columns / (2 rho))``), i.e.
+    ``bins = sqrt(values / (3σ))``, between 2 and 64 — more budget, or more values, buys
+    finer bins. ``values`` is the column's private count of values; an integer column never
+    gets more bins than integers in its bounds."""
     sigma = math.sqrt(3.0 * max(columns, 1) / (2.0 * rho)) if rho > 0 else math.inf
-    b = int(np.clip(round(max(values, 0.0) / (10.0 * sigma)), 2, 64))
+    b = int(np.clip(round(math.sqrt(max(values, 0.0) / (3.0 * sigma))), 2, 64))
     if integer and lo is not None and hi is not None:
         b = min(b, int(hi - lo + 1))
     return max(b, 1)

@@ -54,6 +54,7 @@ __all__ = [
     "fit_encoder",
     "left_out",
     "size_range",
+    "values_frame",
 ]
 
 ENCODER_VERSION = 2
@@ -162,6 +163,26 @@ def check_table(df: pd.DataFrame, schema: Schema) -> dict[str, tuple[np.ndarray,
                     )
             out[spec.name] = (miss, keys)
     return out
+
+
+def values_frame(df: pd.DataFrame, schema: Schema | Mapping[str, Any]) -> pd.DataFrame:
+    """The columns of ``df`` the schema names as values (after :func:`check_table`): numbers as
+    floats (integer columns as ``Int64``), categories as the text they are matched by, null
+    cells (empty, a null token, or missing) as missing values — the table a scorer or a plot
+    reads."""
+    schema = Schema.coerce(schema)
+    checked = check_table(df, schema)
+    out = {}
+    for spec in schema.columns:
+        miss, vals = checked[spec.name]
+        if spec.kind == "numeric":
+            x = np.where(miss, np.nan, vals)
+            out[spec.name] = pd.array(np.where(miss, 0, x).astype(np.int64), dtype="Int64") if spec.type == "integer" else x
+            if spec.type == "integer":
+                out[spec.name] = pd.Series(out[spec.name]).mask(miss)
+        else:
+            out[spec.name] = pd.Series(vals, dtype=object).where(~miss, None)
+    return pd.DataFrame(out)
 
 
 def _keys(values: pd.Series, miss: np.ndarray) -> np.ndarray:

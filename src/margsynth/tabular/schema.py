@@ -495,7 +495,7 @@ def _text(values: pd.Series) -> pd.Series:
 def column_type(texts: Sequence[str]) -> tuple[str, int | None]:
     """What a column's non-null cell texts are: ``("integer", None)`` when every one is an
     integer, ``("float", d)`` when every one is a decimal number (``d`` the most digits
-    after the point, ``None`` with exponents), else ``("categorical", None)``. An empty
+    after the point; ``None`` with exponents or more than 15, i.e. full precision), else ``("categorical", None)``. An empty
     column is categorical. (Metadata of the column, as its dtype is: no value is copied.)"""
     if not len(texts):
         return "categorical", None
@@ -504,7 +504,7 @@ def column_type(texts: Sequence[str]) -> tuple[str, int | None]:
     if all(_DECIMAL.fullmatch(t) for t in texts):
         plain = [t for t in texts if "e" not in t.lower()]
         decimals = max((len(t.split(".")[1]) if "." in t else 0) for t in plain) if len(plain) == len(texts) else None
-        return "float", decimals
+        return "float", decimals if decimals is not None and decimals <= 15 else None
     return "categorical", None
 
 

@@ -23,15 +23,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .encoder import fit_encoder
+from .encoder import _missing, fit_encoder
 from .schema import Schema, category_key
 
 __all__ = ["encode_pair", "exact_schema"]
 
 
-def _resolved_column(spec: Any, values: pd.Series) -> dict[str, Any]:
+#: Bins of a numeric column whose ``bins`` is ``"auto"``, for scoring (exact quantiles).
+SCORING_BINS = 16
+
+
+def _resolved_column(spec: Any, values: pd.Series, tokens: tuple[str, ...]) -> dict[str, Any]:
     d = spec.to_dict()
-    present = values[~values.isna()]
+    miss = _missing(values, tokens)
+    present = values[~miss]
+    if d["nullable"] == "discover":  # the synthetic table may have nulls the real one lacks
+        d["nullable"] = True
     if spec.kind != "numeric":
         if d.get("categories") == "discover":
             seen: dict[str, Any] = {}
@@ -51,13 +58,16 @@ def _resolved_column(spec: Any, values: pd.Series) -> dict[str, Any]:
         lo, hi = (float(nums.min()), float(nums.max())) if nums.size else (0.0, 1.0)
         if integer:
             lo, hi = float(np.floor(lo)), float(np.ceil(hi))
-        if not lo < hi:
+        if not (lo < hi or (integer and lo == hi)):
             hi = lo + 1.0
         d["bounds"] = [int(lo), int(hi)] if integer else [lo, hi]
         d["clip"] = True
+    bins = SCORING_BINS if spec.bins == "auto" else spec.bins
+    if d.get("bins") == "auto":
+        d["bins"] = bins
     if d.get("binning") == "quantile":
         lo, hi = d["bounds"]
-        q = np.quantile(nums, np.arange(1, spec.bins) / spec.bins) if nums.size else np.zeros(0)
+        q = np.quantile(nums, np.arange(1, bins) / bins) if nums.size else np.zeros(0)
         if integer:
             q = np.ceil(q)
             cuts = sorted({float(c) for c in q if lo < c <= hi})
@@ -79,8 +89,8 @@ def exact_schema(real: pd.DataFrame, schema: Any):
     for spec in schema.columns:
         if spec.name not in real.columns:
             raise ValueError(f"column {spec.name!r}: in the schema but not in the real table; the table has {list(real.columns)}")
-        cols.append(_resolved_column(spec, real[spec.name]))
-    return Schema.from_dict({"columns": cols})
+        cols.append(_resolved_column(spec, real[spec.name], schema.tokens(spec.name)))
+    return Schema.from_dict({"columns": cols, "null_tokens": list(schema.null_tokens)})
 
 
 def encode_pair(
