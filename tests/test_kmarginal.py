@@ -339,3 +339,11 @@ def test_cli_evaluate_errors(tmp_path, capsys):
         assert main(["evaluate", "--dataset", "ma2018", "--synthetic", str(out), *extra]) == 2
         err = capsys.readouterr().err
         assert needle in err and err.count("\n") == 1, err
+
+
+def test_validate_columns_alone():
+    from margsynth.metrics.kmarginal import validate_columns
+
+    s = frame(SEX=["1", "N", "other"], MSP=["N", "1", "2"], AGEP=["5", "", "7.5"], EXTRA=["?", "?", "?"])
+    assert validate_columns(s, data_dictionary=DD) == {"SEX": ("N", "other"), "AGEP": ("",)}
+    assert validate_columns(s[["MSP"]], data_dictionary=DD) == {}

@@ -72,6 +72,7 @@ __all__ = [
     "evaluate_raw",
     "kmarginal_score",
     "subsample_baselines",
+    "validate_columns",
 ]
 
 #: Features binned by the target's percentile ranks (20 bins, ``N`` apart).
@@ -400,6 +401,24 @@ def subsample_baselines(
             raise ValueError(f"fractions: {p!r} of {prep.n} target records is no record; expected a larger fraction")
         rows = rng.choice(prep.n, size=size, replace=False)
         out[p] = _score(_mean_tv(t, {f: c[rows] for f, c in t.items()}, marginals))
+    return out
+
+
+def validate_columns(
+    synthetic: pd.DataFrame, *, data_dictionary: Mapping[str, Mapping] | None = None
+) -> dict[str, tuple[str, ...]]:
+    """SDNist's validation of a deidentified table (module docstring, step 1) alone:
+    ``{column: the values it rejects}`` for every column of ``synthetic`` that the data
+    dictionary describes and that SDNist would drop (empty when it accepts them all). Columns
+    the dictionary does not describe are not checked (SDNist ignores what the target lacks)."""
+    dictionary = _dictionary(data_dictionary)
+    synthetic = _frame(synthetic, "synthetic")
+    out = {}
+    for f in map(str, synthetic.columns):
+        if f in dictionary:
+            bad = _validate(synthetic[f], f, _feature_spec(dictionary, f))[2]
+            if bad:
+                out[f] = tuple(bad)
     return out
 
 
