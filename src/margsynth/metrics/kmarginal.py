@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..data.loaders import load_data_dictionary
 from .marginal import tv_distance
 
 __all__ = [
@@ -248,8 +249,6 @@ def _frame(x, what: str) -> pd.DataFrame:
 
 def _dictionary(data_dictionary: Mapping[str, Mapping] | None) -> Mapping[str, Mapping]:
     if data_dictionary is None:
-        from ..data.loaders import load_data_dictionary
-
         return load_data_dictionary()
     if not isinstance(data_dictionary, Mapping) or not data_dictionary:
         raise ValueError(f"data_dictionary must be a non-empty mapping {{feature: {{...}}}}, got {data_dictionary!r}")
