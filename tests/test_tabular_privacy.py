@@ -15,8 +15,8 @@ import pytest
 from scipy.stats import norm
 
 from margsynth.privacy import BudgetLedger
-from margsynth.tabular import discovery as dsc
 from margsynth.tabular import Schema, fit_encoder, synthesize
+from margsynth.tabular import discovery as dsc
 
 
 def neighbours(values: list, extra: list):

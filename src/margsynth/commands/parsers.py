@@ -157,7 +157,8 @@ def _evaluate(sub) -> None:
     p = sub.add_parser(
         "evaluate",
         help="score synthetic data against the real data",
-        description="Compute utility metrics of a synthetic CSV against the real dataset (lower is better).",
+        description="Compute utility metrics of a synthetic CSV against the real dataset (lower is better, except "
+        "nist-kmarginal and its baselines: SDNist's 0-1000 score, higher is better).",
     )
     p.add_argument("--dataset", required=True, metavar="NAME|CSV", help="the real dataset: registered name or CSV")
     p.add_argument("--domain", metavar="JSON", help="domain JSON (required when --dataset is a CSV)")
@@ -172,7 +173,13 @@ def _evaluate(sub) -> None:
         "--metrics",
         metavar="LIST",
         help="comma-separated metric names (default: tv-1way,tv-2way,tv-3way,nist-3way,nist-conjunctions,nist-target; "
-        "also downstream,covariance,counting-queries,threshold-queries,sw-2way)",
+        "also downstream,covariance,counting-queries,threshold-queries,sw-2way; on raw tables nist-kmarginal, "
+        "nist-kmarginal-baselines, the default for a NIST excerpt without --schema and added to the default with it)",
+    )
+    p.add_argument(
+        "--data-dictionary",
+        metavar="JSON",
+        help="data dictionary for nist-kmarginal (default: the NIST excerpts' registered data_dictionary.json)",
     )
     p.add_argument("--seed", type=seed_arg, default=0, metavar="S", help="seed of randomised metrics (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object {metric: value}")

