@@ -148,12 +148,17 @@ def test_nist_excerpt_read_as_text_and_its_dictionary():
         load_data_dictionary("adult")
 
 
-def test_read_csv_text_and_data_dictionary_files(tmp_path):
-    from margsynth.data import read_csv_text, read_data_dictionary
+def test_read_raw_csv_and_data_dictionary_files(tmp_path):
+    from margsynth.data import read_data_dictionary, read_raw_csv
 
-    (tmp_path / "t.csv").write_text("a,b\nN,NA\n,1.50\n")
-    t = read_csv_text(tmp_path / "t.csv")
-    assert t.to_numpy().tolist() == [["N", "NA"], ["", "1.50"]]
+    (tmp_path / "t.csv").write_text("a,b\nN,NA\n,1.50\nNone,nan\n")
+    t = read_raw_csv(tmp_path / "t.csv")  # a cell is what it says: only the schema makes a null
+    assert t.to_numpy().tolist() == [["N", "NA"], ["", "1.50"], ["None", "nan"]]
+    for header, match in [("a,,b\n1,2,3\n", "column 2 of the header has no name"),
+                          ("a,a\n1,2\n", "names column\\(s\\) \\['a'\\] more than once")]:  # fmt: skip
+        (tmp_path / "h.csv").write_text(header)
+        with pytest.raises(ValueError, match=match):
+            read_raw_csv(tmp_path / "h.csv")
     good = tmp_path / "dd.json"
     good.write_text('{"AGEP": {"description": "age", "values": {"min": 0, "max": 99}}, "INDP": {"description": "x"}}')
     assert read_data_dictionary(good)["AGEP"]["values"]["max"] == 99
