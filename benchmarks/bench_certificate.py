@@ -61,7 +61,7 @@ import time
 import numpy as np
 
 from margsynth.data import load
-from margsynth.inference.pgm import estimate
+from margsynth.inference.pgm import estimate, from_noisy_marginals
 from margsynth.mechanisms.mst import MST
 
 TARGET = 1e-3
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
             one_way = res.extras["log_oneway"]
             if mst.compress:  # the same (deterministic) compression MST applied
                 one_way = compress_domain(data.domain, one_way, mst.compress_threshold)[1]
-            ms = (one_way + res.extras["log_selected"]).measurements()
+            ms = from_noisy_marginals(one_way + res.extras["log_selected"])
             for k in curve:
                 t1 = time.process_time()
                 model = estimate(dom, ms, iters=k)

@@ -39,7 +39,6 @@ workers = None  # local worker processes scoring the files; None: the profile's 
 
 # %%
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 
 from margsynth.experiments import mgd_table1 as exp

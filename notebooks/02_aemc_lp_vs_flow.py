@@ -32,7 +32,7 @@ seed = 0
 
 # %%
 import matplotlib.pyplot as plt
-import pandas as pd
+from IPython.display import display
 
 from margsynth.experiments import aemc_solvers as exp
 from margsynth.plotting import save_figure, save_table, use_style
@@ -55,7 +55,10 @@ for name, g in sc.groupby("method"):
     axes[0].plot(g.cells, g.seconds, marker="o", label=name)
     axes[1].plot(g.cells, g.peak_mib.clip(lower=0.1), marker="o", label=name)
 for ax, lab in zip(axes, ["solve time (s)", "peak extra RSS (MiB)"]):
-    ax.set_xscale("log"); ax.set_yscale("log"); ax.set_xlabel("cells"); ax.set_ylabel(lab)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("cells")
+    ax.set_ylabel(lab)
 axes[0].legend(fontsize=8)
 fig.suptitle(f"AEMC solvers ({profile} profile)")
 save_figure(fig, "02_aemc_lp_vs_flow")

@@ -51,7 +51,6 @@ workers = None  # local worker processes for the Table 5 runs; None: the profile
 
 # %%
 import matplotlib.pyplot as plt
-import pandas as pd
 
 from margsynth.experiments import nist_mst as exp
 from margsynth.plotting import save_figure, save_table, use_style

@@ -43,7 +43,6 @@ clip = 2.0  # C of the clipped sensitivity check (pseudo-persons of ~3 records)
 workers = None  # local worker processes for the runs; None: the profile's (quick: 2, full: 1)
 
 # %%
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns

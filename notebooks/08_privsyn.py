@@ -55,7 +55,6 @@ workers = None  # local worker processes; None: the profile's
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd
 import seaborn as sns
 
 from margsynth.experiments import privsyn as exp

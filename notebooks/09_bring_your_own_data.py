@@ -121,7 +121,7 @@ pre
 # ## 4. Evaluation and MGD
 #
 # Scoring reads the real table, so it is not private: both tables are encoded by one encoder resolved exactly from the
-# real one (`margsynth.metrics.raw_tables`; what `margsynth evaluate --schema` and `margsynth mgd --schema` do).
+# real one (`margsynth.tabular.scoring`; what `margsynth evaluate --schema` and `margsynth mgd --schema` do).
 
 # %%
 scores = exp.utility(raw, synthetic, schema)
@@ -188,7 +188,6 @@ print(f"{len(more):,} more records; tv-1way {more_scores['tv-1way']:.4f} (the ru
 
 # %%
 if profile == "full":
-    import matplotlib.pyplot as plt
     import seaborn as sns
 
     runs = exp.sweep(raw, schema, settings["mechanisms"], settings["epsilons"], settings["seeds"], delta=delta,

@@ -275,7 +275,7 @@ def test_registered_raw_table_by_name(tmp_path, capsys):
 # ----------------------------------------------------------------------------- one encoder for scoring
 def test_exact_schema_resolves_every_discover_from_the_real_table(raw):
     pytest.importorskip("margsynth.tabular")
-    from margsynth.metrics.raw_tables import encode_pair, exact_schema
+    from margsynth.tabular.scoring import encode_pair, exact_schema
 
     real = pd.read_csv(raw / "raw.csv")
     schema = json.loads(_schema(raw).read_text())

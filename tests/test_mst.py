@@ -10,7 +10,7 @@ import pytest
 
 from margsynth.dataset import Dataset
 from margsynth.domain import Domain
-from margsynth.inference.pgm import estimate
+from margsynth.inference.pgm import estimate, from_noisy_marginals
 from margsynth.mechanisms.generators import PGMGenerator
 from margsynth.mechanisms.mst import MST, pair_errors, private_kruskal
 from margsynth.privacy import BudgetLedger, measure_marginals
@@ -127,7 +127,7 @@ def test_selection_follows_exponential_mechanism_distribution():
 def test_pair_errors_are_l1_to_independence_estimate(corr_data):
     rng = np.random.default_rng(0)
     log = measure_marginals(corr_data, [((a,), 1.0) for a in corr_data.domain.names], 1e-3, rng)
-    model = estimate(corr_data.domain, log.measurements(), iters=200)
+    model = estimate(corr_data.domain, from_noisy_marginals(log), iters=200)
     err = pair_errors(corr_data, model, [("a", "b"), ("a", "f")])
     n = len(corr_data)
     pa, pb, pf = (corr_data.marginal(x) / n for x in "abf")

@@ -29,7 +29,7 @@ Where it sits: in the top layer, beside ``margsynth.commands`` and ``margsynth.c
 tabular -> experiments -> plotting/runner -> model_file/commands/cli). It reads and writes
 the optional :class:`margsynth.tabular.Encoder` of a raw-table run, so it must come after
 ``tabular``, and it keeps the run's sidecar as the same strict JSON values the command
-line writes (:mod:`margsynth.commands._outputs`, the one home of that encoding), so it
+line writes (:mod:`margsynth.jsonable`, the one home of that encoding), so it
 shares the commands' layer; ``margsynth synth --save-model`` and ``margsynth sample`` use
 it, and nothing below the top layer does.
 """
@@ -46,10 +46,10 @@ from typing import Any
 
 import numpy as np
 
-from .commands._outputs import finite_json, plain_json
 from .dataset import Dataset
 from .domain import Attribute, Domain
 from .inference.pgm import GraphicalModel, JunctionTree, check_junction_tree
+from .jsonable import finite_json, plain_json
 from .mechanisms.compression import Compression
 from .mechanisms.sampler import PGMSampler, pgm_mechanisms
 from .paths import atomic_path

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import matplotlib as mpl
 import pandas as pd
+import seaborn as sns
 
 from .data import provenance
 from .paths import atomic_path, figures_dir, results_dir
@@ -23,9 +25,6 @@ SURROGATE_BANNER = "SURROGATE DATA (real data unavailable) - not the papers' dat
 
 def use_style() -> None:
     """Apply the project's figure style (seaborn paper context, colour-blind palette)."""
-    import matplotlib as mpl
-    import seaborn as sns
-
     sns.set_theme(context="paper", style="whitegrid", palette=PALETTE, font_scale=1.2)
     mpl.rcParams.update(
         {

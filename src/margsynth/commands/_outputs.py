@@ -10,26 +10,22 @@ into place only when both were written; if the second rename fails the old
 pair is restored. Temporaries are removed on any failure, Ctrl-C or SIGTERM,
 and those left by a killed run are removed (and reported) by the next one.
 
-The sidecars' JSON has one home here too: :func:`json_default` and :func:`plain_json` turn a
-run's description (numpy numbers and arrays, tuples, sets) into JSON values,
-:func:`finite_json` and :func:`dumps_strict` write its undefined numbers as ``null`` (the
-saved model of :mod:`margsynth.model_file` keeps the run's sidecar the same way).
+The sidecars' JSON is encoded by :mod:`margsynth.jsonable` (numpy numbers and arrays,
+tuples, sets as JSON values; undefined numbers as ``null``); :func:`dumps_strict` writes it
+and says on stderr which numbers were undefined.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
 import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-import numpy as np
-
+from ..jsonable import finite_json, json_default, plain_json
 from ..paths import make_temporary, stale_temporaries
 
 __all__ = [
@@ -216,48 +212,11 @@ class OutputPair:
         self._abort()
 
 
-def _finite(obj, where: str, undefined: list):
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        undefined.append((where, obj))
-        return None
-    if isinstance(obj, dict):
-        return {k: _finite(v, f"{where}.{k}" if where else str(k), undefined) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v, f"{where}[{i}]", undefined) for i, v in enumerate(obj)]
-    return obj
-
-
-def json_default(o: Any) -> Any:
-    """``json.dumps``'s ``default`` for run descriptions: numpy scalars and arrays as numbers and
-    lists, sets as lists, anything else by its ``repr``."""
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, (set, frozenset, tuple)):
-        return list(o)
-    return repr(o)
-
-
-def plain_json(obj: Any) -> Any:
-    """``obj`` as JSON values (dicts, lists, strings, numbers, booleans, ``None``), converted
-    by :func:`json_default`; non-finite floats stay (see :func:`finite_json`)."""
-    return json.loads(json.dumps(obj, default=json_default))
-
-
-def finite_json(obj: Any) -> Any:
-    """JSON values ``obj`` with every non-finite float (which strict JSON has no word for) as
-    ``None``, silently (:func:`dumps_strict` says which on stderr)."""
-    return _finite(obj, "", [])
-
-
 def dumps_strict(obj, *, prog: str, **kwargs) -> str:
     """JSON text with no ``NaN``/``Infinity`` (which strict parsers reject): an undefined
     number becomes ``null`` and a line on stderr says which and why."""
     undefined: list[tuple[str, float]] = []
-    clean = _finite(obj, "", undefined)
+    clean = finite_json(obj, undefined)
     for where, value in undefined:
         print(f"{prog}: {where} is undefined on these inputs (it came out as {value}); written as null", file=sys.stderr)
     return json.dumps(clean, allow_nan=False, **kwargs)

@@ -41,7 +41,15 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..domain import Domain
-from ..inference.pgm import GraphicalModel, estimate, junction_tree_size, kernels, single_threaded_blas, splice_clique
+from ..inference.pgm import (
+    GraphicalModel,
+    estimate,
+    from_noisy_marginals,
+    junction_tree_size,
+    kernels,
+    single_threaded_blas,
+    splice_clique,
+)
 from ..inference.pgm.factor import align
 from ..inference.pgm.junction_tree import BYTES_PER_CELL
 from ..privacy import BudgetLedger, NoisyMarginal, NoisyMarginals, exponential_mechanism, gaussian_mechanism
@@ -292,7 +300,7 @@ class AIM(Mechanism):
             noisy.append(NoisyMarginal((a,), y, sigma))
             measured.append((a,))
         with timed(times, "estimate"):
-            model = estimate(dom, NoisyMarginals(noisy).measurements(), iters=self.iters)
+            model = estimate(dom, from_noisy_marginals(noisy), iters=self.iters)
 
         trace = []
         structure: list[tuple[str, ...]] = []  # extra cliques of the model (incremental path)
@@ -349,7 +357,7 @@ class AIM(Mechanism):
             measured.append(cl)
             z = project(cl).ravel()
             with timed(times, "estimate"):
-                measurements = NoisyMarginals(noisy).measurements()
+                measurements = from_noisy_marginals(noisy)
                 if self.incremental:
                     structure = self._structure(dom, measured, structure, spliced.get(cl))
                     model = estimate(

@@ -142,13 +142,15 @@ class Mechanism:
     it is handed (module docstring). A subclass sets :attr:`name`, declares its
     :attr:`currency` (and a ``conversion`` field where the user chooses one), and defines
     :meth:`check` (its own validation) and :meth:`synthesize` (SELECT / MEASURE / GENERATE
-    on the ledger it is given)."""
+    on the ledger it is given). ``currency`` (class attribute): the ledger currency it
+    spends, ``"zcdp"`` (ρ, the default) or ``"gdp"`` (μ); ``conversion``: the zCDP → (ε, δ)
+    conversion of the ledger :meth:`budget` opens (``"prop4"``, or a field of the mechanism)."""
 
     name: ClassVar[str]
-    #: The ledger currency the mechanism spends: ``"zcdp"`` (ρ) or ``"gdp"`` (μ).
+    # The ledger currency the mechanism spends: "zcdp" (rho) or "gdp" (mu).
     currency: ClassVar[str] = "zcdp"
-    #: zCDP → (ε, δ) conversion of the ledger :meth:`budget` opens (a mechanism whose users
-    #: choose it has a ``conversion`` field instead).
+    # The zCDP -> (epsilon, delta) conversion of the ledger budget() opens (a mechanism whose
+    # users choose it has a ``conversion`` field instead).
     conversion: ClassVar[str] = "prop4"
 
     def budget(self, epsilon: float, delta: float) -> BudgetLedger:

@@ -53,7 +53,7 @@ from scipy.cluster.hierarchy import DisjointSet
 
 from ..dataset import Dataset
 from ..domain import Domain
-from ..inference.pgm import GraphicalModel, estimate
+from ..inference.pgm import GraphicalModel, estimate, from_noisy_marginals
 from ..inference.repair import enforce
 from ..privacy import BudgetLedger, NoisyMarginals, exponential_mechanism, measure_marginals
 from ..privacy.accounting import exponential_epsilon, gaussian_sigma
@@ -341,7 +341,7 @@ class MST(Mechanism):
     ) -> list[tuple[str, str]]:
         """Algorithm 6 on the (compressed) data: independence model from the one-way log,
         L1 pair errors, private Kruskal around ``initial_cliques``."""
-        model = estimate(cdata.domain, one_way.measurements(), iters=self.select_iters)
+        model = estimate(cdata.domain, from_noisy_marginals(one_way), iters=self.select_iters)
         names = cdata.domain.names
         candidates = list(itertools.combinations(names, 2))
         scores = pair_errors(cdata, model, candidates)

@@ -7,6 +7,8 @@ differentially private table out, with every preprocessing step on the run's led
 - :mod:`.encoder` — :func:`fit_encoder` and the :class:`Encoder` (raw table ⇄ Dataset);
 - :mod:`.api` — :func:`synthesize` (:func:`prepare`, then :meth:`PreparedRun.run`):
   schema, discovery, any registered mechanism and decoding on one (ε, δ) budget.
+- :mod:`.scoring` — one encoder for a real and a synthetic raw table, to score them
+  (not private: it reads the real table).
 
 docs/tabular.md describes the schema format, the methods and their default budget shares.
 """
@@ -21,7 +23,7 @@ from .api import (
     sidecar,
     synthesize,
 )
-from .encoder import ColumnCoding, Encoder, check_table, fit_encoder
+from .encoder import ColumnCoding, Encoder, check_table, describe, fit_encoder, values_frame
 from .schema import ColumnSpec, Schema, draft_schema
 
 __all__ = [
@@ -34,10 +36,12 @@ __all__ = [
     "TableError",
     "Schema",
     "check_table",
+    "describe",
     "draft_schema",
     "encoder_of",
     "fit_encoder",
     "prepare",
     "sidecar",
     "synthesize",
+    "values_frame",
 ]

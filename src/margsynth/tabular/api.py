@@ -9,9 +9,11 @@ The budget is one (ε, δ) for everything, held in one zCDP
    ``δ_conv = (1 - DELTA_SHARE) δ``; otherwise to ``(ε, δ)``. Its conversion is the
    mechanism's (``mechanism.conversion``; the tighter Canonne–Kamath–Steinke conversion
    when the mechanism spends Gaussian DP).
-2. Preprocessing spends ``preprocessing_share`` of the ledger's ρ (only if something is
-   left to discover; nothing otherwise).
-3. The mechanism is handed the rest as a sub-budget of the run's ledger
+2. Preprocessing spends what the budget rule of
+   :func:`~margsynth.tabular.encoder.discovery_budget` gives each discovery step (only if
+   something is left to discover; nothing otherwise), or exactly ``preprocessing_share``
+   of the ledger's ρ when that is given.
+3. The mechanism is handed what is left as a sub-budget of the run's ledger
    (:meth:`~margsynth.privacy.BudgetLedger.sub`), in the currency it declares — zCDP ρ, or
    for the adaptive grid GDP μ = sqrt(2ρ), since μ-GDP Gaussian measurements compose to
    μ²/2-zCDP (Prop. 1 of McKenna, Miklau & Sheldon, JPC 2021, arXiv:2108.04978). Each of
@@ -42,7 +44,7 @@ from ..mechanisms import registry
 from ..mechanisms.base import Mechanism, check_privacy_params, check_seed
 from ..privacy import BudgetLedger
 from ..timing import Stopwatch
-from .encoder import Encoder, check_table, domain_extremes, fit_encoder
+from .encoder import Encoder, check_table, discovery_budget, domain_extremes, fit_encoder
 from .schema import Schema
 
 __all__ = [
@@ -56,8 +58,10 @@ __all__ = [
     "synthesize",
 ]
 
-#: Share of the zCDP budget ρ spent on private discovery (when the schema has any).
-DEFAULT_PREPROCESSING_SHARE = 0.1
+#: ``preprocessing_share`` of a run: ``None``, the budget rule of
+#: :func:`~margsynth.tabular.encoder.discovery_budget` (a share of ρ that adapts to the
+#: table's size and columns).
+DEFAULT_PREPROCESSING_SHARE = None
 #: Share of δ set aside for the thresholds of category discovery (when the schema has any).
 DELTA_SHARE = 0.1
 
@@ -80,7 +84,7 @@ class PreparedRun:
     mechanism: Mechanism
     epsilon: float
     delta: float
-    preprocessing_share: float
+    preprocessing_share: float | None
     public: pd.DataFrame | None = None
 
     @property
@@ -101,22 +105,28 @@ class PreparedRun:
         # the relative 1e-12 absorbs the rounding of exp and of the sum in run()
         return (1.0 - DELTA_SHARE) * self.delta, DELTA_SHARE * self.delta * math.exp(-self.epsilon) * (1.0 - 1e-12)
 
-    def ledgers(self) -> tuple[BudgetLedger, BudgetLedger]:
-        """The run's ledger (steps 1-2 of the module docstring) and the mechanism's
-        sub-budget of it (step 3). Nothing is charged."""
+    def ledger(self) -> BudgetLedger:
+        """The run's ledger (step 1 of the module docstring). Nothing is charged."""
         mech = self.mechanism
         delta_conv, _ = self.deltas()
         conversion = mech.conversion if mech.currency == "zcdp" else "cks"
-        ledger = BudgetLedger.from_dp(self.epsilon, delta_conv, conversion=conversion)
-        pre = ledger.portion(self.preprocessing_share) if self.discovers else 0.0
-        return ledger, ledger.sub(ledger.total - pre, self.mechanism_name, currency=mech.currency)
+        return BudgetLedger.from_dp(self.epsilon, delta_conv, conversion=conversion)
+
+    def smallest_budget(self) -> BudgetLedger:
+        """The smallest sub-budget the mechanism can be handed: the run's ρ less the most
+        discovery can spend (:func:`~margsynth.tabular.encoder.discovery_budget`). The
+        mechanism's checks run against it before any charge (they are monotone in the
+        budget). Nothing is charged."""
+        ledger = self.ledger()
+        most = discovery_budget(self.schema, ledger.total, self.preprocessing_share)["most"]
+        return ledger.sub(ledger.total - most, self.mechanism_name, currency=self.mechanism.currency)
 
     def run(self, seed: int) -> tuple[pd.DataFrame, dict[str, Any]]:
         """Discovery, encoding, the mechanism on its sub-budget, decoding: the synthetic
         table and the report (see :func:`synthesize`)."""
         seed = check_seed(seed)
         clock = Stopwatch()
-        ledger, budget = self.ledgers()
+        ledger = self.ledger()
         delta_conv, delta_cat = self.deltas()
         rng = np.random.default_rng(int(seed))
         encoder, prep = fit_encoder(
@@ -128,8 +138,11 @@ class PreparedRun:
         run_kw: dict[str, Any] = {}
         if self.public is not None:
             run_kw["public"] = encoder.encode(self.public)
+        # the mechanism's budget: everything discovery left
+        budget = ledger.sub(ledger.remaining, self.mechanism_name, currency=self.mechanism.currency)
         result = self.mechanism.run(data, rng=rng, budget=budget, **run_kw)
         synthetic = encoder.decode(result.synthetic, rng)
+        synthetic = synthetic[[str(c) for c in self.df.columns if str(c) in self.schema.names]]  # the table's order
         eps_spent, _ = ledger.spent_dp()
         delta_spent = delta_conv + (math.exp(eps_spent) * delta_cat if delta_cat else 0.0)
         report: dict[str, Any] = {
@@ -140,7 +153,8 @@ class PreparedRun:
             "requested": {"epsilon": self.epsilon, "delta": self.delta},
             "records": len(synthetic),
             "seed": int(seed),
-            "preprocessing": {**prep, "preprocessing_share": self.preprocessing_share if self.discovers else 0.0},
+            "preprocessing": {**prep, "preprocessing_share": prep["rho"] / ledger.total if self.preprocessing_share is None
+                              or not self.discovers else self.preprocessing_share},  # fmt: skip
             "mechanism_budget": {"currency": budget.currency, "total": budget.total, "spent": budget.spent},
             "budget": {
                 "rho_total": ledger.total,
@@ -171,7 +185,7 @@ def _validate_extremes(run: PreparedRun) -> None:
     extreme and the size ranges."""
     smallest, largest = domain_extremes(run.schema, run.checked)
     extremes = [("largest", largest)] if smallest == largest else [("largest", largest), ("smallest", smallest)]
-    _, budget = run.ledgers()
+    budget = run.smallest_budget()
     rows = len(run.df)
     for which, dom in extremes:
         kw: dict[str, Any] = {}
@@ -216,12 +230,12 @@ def prepare(
     refused after discovery. ``ValueError`` naming the argument, the value and what was
     expected."""
     check_privacy_params(epsilon, delta)
-    if (
+    if preprocessing_share is not None and (
         isinstance(preprocessing_share, bool)
         or not isinstance(preprocessing_share, (int, float))
         or not (0 < preprocessing_share < 1)
     ):
-        raise ValueError(f"preprocessing_share must be in (0, 1), got {preprocessing_share!r}")
+        raise ValueError(f"preprocessing_share must be in (0, 1) or None, got {preprocessing_share!r}")
     schema = Schema.coerce(schema)
     try:
         checked = check_table(df, schema)
@@ -239,6 +253,12 @@ def prepare(
     run = PreparedRun(df, schema, checked, mechanism, mech, float(epsilon), float(delta), preprocessing_share, public)
     if run.category_steps and not run.deltas()[1] > 0:
         raise ValueError(f"epsilon={epsilon!r} is too large to leave a positive delta for category discovery")
+    ledger = run.ledger()
+    most = discovery_budget(schema, ledger.total, preprocessing_share)["most"]
+    if not most < ledger.total:
+        raise ValueError(
+            f"preprocessing_share={preprocessing_share!r}: discovery would leave the mechanism no budget; expected less"
+        )
     _validate_extremes(run)
     return run
 
@@ -257,9 +277,11 @@ def synthesize(
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """A decoded synthetic table of ``df`` from any registered mechanism, and the run's report.
 
-    ``schema`` is a :class:`Schema`, its dict, or the path of its JSON. The budget is split
-    as the module docstring says (``preprocessing_share`` of ρ to discovery, default
-    :data:`DEFAULT_PREPROCESSING_SHARE`); ``public`` is the public table of mechanisms
+    ``schema`` is a :class:`Schema`, its dict, or the path of its JSON; columns of ``df``
+    it does not name are left out (the report's ``preprocessing.left_out``), and the output
+    keeps the table's column order. The budget is split as the module docstring says
+    (``preprocessing_share``: ``None`` for the budget rule, or a fixed share of ρ);
+    ``public`` is the public table of mechanisms
     that need one (NIST-MST), coded with the same encoder; the other keyword arguments are
     the mechanism's hyperparameters (``synthetic_records=N`` sets the number of records).
     Every check runs before the first charge and the first draw (:func:`prepare`).

@@ -38,7 +38,7 @@ from .junction_tree import (
     junction_tree_size,
     splice_clique,
 )
-from .measurement import Measurement, compile_measurements, estimate_total
+from .measurement import Measurement, compile_measurements, estimate_total, from_noisy_marginals
 from .model import GraphicalModel, synthetic_column
 
 __all__ = [
@@ -58,6 +58,7 @@ __all__ = [
     "estimation_summary",
     "evaluate_loss",
     "exact_optimum",
+    "from_noisy_marginals",
     "junction_tree_size",
     "kernels",
     "splice_clique",
