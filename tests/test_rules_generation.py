@@ -248,3 +248,12 @@ def test_gum_matches_targets_projected_onto_the_allowed_cells():
         mask = rules.mask(c, DOM)
         if mask is not None:
             assert np.all(rules.project(t, c, DOM)[~mask] == 0)
+
+
+def test_adaptive_grid_refuses_rules_over_its_person_column():
+    mech = registry.create("adagrid", person_column="c", iters=5, synthetic_records=40)
+    with pytest.raises(ValueError, match=r"rules \['b3-c1', 'a2-c0'\] mention person_column='c'"):
+        mech.validate(_data(), 1.0, 1e-6, rules=_rules())
+    ok = RuleSet([_rules()["b-follows-a"]])
+    res = mech.run(_data(), 1.0, 1e-6, np.random.default_rng(0), rules=ok)
+    assert res.extras["rule_violations"] == {"b-follows-a": 0} and "c" not in res.synthetic.domain
