@@ -20,10 +20,13 @@ import pytest
 
 from margsynth import Dataset, Domain
 from margsynth.inference import repair as repair_module
+from margsynth.inference.gum import GUM
 from margsynth.inference.pgm import GraphicalModel
+from margsynth.inference.pgm import estimation as estimation_module
 from margsynth.inference.repair import enforce, reject, repair
 from margsynth.mechanisms import registry
 from margsynth.metrics import rule_violations
+from margsynth.model_file import SavedModel
 from margsynth.privacy import BudgetLedger
 from margsynth.rules import Rule, RuleSet
 from tests.test_accounting_contract import SIZES, TINY
@@ -190,8 +193,6 @@ def test_unsatisfiable_message_names_the_contradicting_rules():
 
 @pytest.mark.parametrize("name", ["mst", "aim", "independent", "privsyn-pgm", "nist-mst"])
 def test_the_saved_sampler_enforces_the_runs_rules(name, tmp_path):
-    from margsynth.model_file import SavedModel
-
     rules = _rules()
     res = _run(name, 2, rules=rules)
     assert res.sampler.rules == rules
@@ -205,10 +206,8 @@ def test_the_saved_sampler_enforces_the_runs_rules(name, tmp_path):
 
 
 def test_pgm_rules_left_to_generation_are_enforced_by_rejection(monkeypatch):
-    from margsynth.inference.pgm import estimation
-
-    monkeypatch.setattr(estimation, "RULE_GROWTH", 1.0)
-    monkeypatch.setattr(estimation, "RULE_SLACK_CELLS", 0)
+    monkeypatch.setattr(estimation_module, "RULE_GROWTH", 1.0)
+    monkeypatch.setattr(estimation_module, "RULE_SLACK_CELLS", 0)
     rules = _rules()
     res = _run("independent", 1, rules=rules)
     rep = res.extras["rules"]
@@ -229,8 +228,6 @@ def test_rule_violations_metric():
 def test_gum_matches_targets_projected_onto_the_allowed_cells():
     """GUM with rules fits each target emptied of its forbidden cells (and rescaled): its
     records land on a forbidden cell far less often before the repair, and never after."""
-    from margsynth.inference.gum import GUM
-
     rules = _rules()
     data = _data(4000, seed=3)
     rng = np.random.default_rng(0)
