@@ -67,8 +67,8 @@ def part_default(data, args) -> None:
     ep_cpu = float(np.median(res.extras["cpu_seconds_per_epoch"]))
     setup_wall = s["measure"] + s["bank"] + s["finalize"]
     setup_cpu = s["measure"] + s["bank_cpu"] + s["finalize"]
-    full_wall = setup_wall + PAPER.projection_iters * it_wall + PAPER.epochs * ep_wall
-    full_cpu = setup_cpu + PAPER.projection_iters * it_cpu + PAPER.epochs * ep_cpu
+    full_wall = setup_wall + PAPER.generator.projection_iters * it_wall + PAPER.generator.epochs * ep_wall
+    full_cpu = setup_cpu + PAPER.generator.projection_iters * it_cpu + PAPER.generator.epochs * ep_cpu
     print(f"run wall time (truncated run)        {wall:8.1f} s")
     print(f"set-up (measure + direction bank)     {setup_wall:8.2f} s wall  {setup_cpu:8.2f} s cpu")
     print(f"per projection iteration              {it_wall:8.3f} s wall  {it_cpu:8.3f} s cpu"
@@ -84,9 +84,10 @@ def part_default(data, args) -> None:
 
 def part_fast(data, args) -> None:
     cfg = PrivPGD.preset("fast", threads=args.threads)
+    gen = cfg.generator
     print(f"\n== part 2: fast preset end to end at eps = {args.epsilon} ==")
-    print(f"fast preset: {cfg.n_particles} particles, {cfg.epochs} epochs (lr x{cfg.lr_gamma} every {cfg.lr_step}), "
-          f"{cfg.projection_iters} projection iterations (lr x{cfg.projection_lr_gamma} every {cfg.projection_lr_step})")
+    print(f"fast preset: {gen.n_particles} particles, {gen.epochs} epochs (lr x{gen.lr_gamma} every {gen.lr_step}), "
+          f"{gen.projection_iters} projection iterations (lr x{gen.projection_lr_gamma} every {gen.projection_lr_step})")
     t = time.perf_counter()
     c = time.process_time()
     res = cfg.run(data, args.epsilon, args.delta, np.random.default_rng(args.seed))

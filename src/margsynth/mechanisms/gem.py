@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..dataset import Dataset
+from ..inference.torch_utils import resolve_device, with_torch_threads
 from ..privacy import BudgetLedger
 from .base import NO_RNG, SynthesisResult, bounded_records, check_positive_int, check_run_inputs
 from .queries import (
@@ -53,7 +54,7 @@ from .queries import (
     query_scores,
     select_queries,
 )
-from .rap import adam_steps, check_device, check_shared, with_torch_threads
+from .rap import adam_steps, check_shared
 
 __all__ = ["PRESETS", "SELECTIONS", "GEM", "build_generator"]
 
@@ -194,7 +195,7 @@ class GEM:
         docstring): validate, then MEASURE ``n̂``, rounds of SELECT / MEASURE / fit, and
         GENERATE records from the moving-average mixture."""
         self.validate(data, epsilon, delta, rng=rng, device=device)
-        dev = check_device(device)
+        dev = resolve_device(device)
         return with_torch_threads(self.threads, lambda: self._run(data, float(epsilon), float(delta), rng, dev))
 
     def _run(self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, dev) -> SynthesisResult:

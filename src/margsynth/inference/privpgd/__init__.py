@@ -11,10 +11,11 @@ generator) is :class:`margsynth.mechanisms.privpgd.PrivPGD`. The equations settl
 listed in :mod:`.generator`'s docstring.
 """
 
+from ..torch_utils import resolve_device
 from .constraints import ThresholdConstraint, ThresholdPenalty
 from .embedding import attribute_centres, clique_centres, embed, nearest_codes
 from .finalize import finalize
-from .generator import PrivPGDGenerator, resolve_device
+from .generator import PrivPGDGenerator
 from .optimization import OptimizerConfig, optimize_particles
 from .projection import project_measures
 from .quantization import quantize

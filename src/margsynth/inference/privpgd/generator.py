@@ -80,6 +80,7 @@ from ...dataset import Dataset
 from ...domain import Domain
 from ...privacy import NoisyMarginals
 from ..generated import Generated
+from ..torch_utils import resolve_device
 from .constraints import ThresholdPenalty
 from .embedding import clique_centres
 from .finalize import finalize
@@ -88,7 +89,7 @@ from .projection import make_consistent, project_measures
 from .quantization import quantize
 from .slicing import DirectionBank
 
-__all__ = ["INITS", "PrivPGDGenerator", "initial_particles", "resolve_device"]
+__all__ = ["INITS", "PrivPGDGenerator", "initial_particles"]
 
 #: Particle initialisations: ``"uniform"`` (i.i.d. uniform on [0,1]^d, the authors' code) or
 #: ``"marginals"`` (ours: each coordinate drawn independently from the 1-way marginal implied
@@ -115,25 +116,6 @@ def initial_particles(probs, cliques, sizes, n: int, generator: torch.Generator)
         codes = torch.multinomial(torch.as_tensor(w), n, replacement=True, generator=generator)
         out[a] = (codes.double() + out[a]) / sizes[a]
     return out.float().clamp_(0.0, 1.0)
-
-
-def resolve_device(device) -> torch.device:
-    """``torch.device`` for ``"cpu"``, ``"cuda"`` or ``"cuda:N"``; ``ValueError`` for anything
-    else or for a GPU that is not present (no silent fallback)."""
-    if isinstance(device, torch.device):
-        device = str(device)
-    if not isinstance(device, str):
-        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}")
-    if device == "cpu":
-        return torch.device("cpu")
-    if device == "cuda" or (device.startswith("cuda:") and device[5:].isdigit()):
-        if not torch.cuda.is_available():
-            raise ValueError(f"device {device!r} requested but no CUDA GPU is available (no silent CPU fallback)")
-        dev = torch.device(device)
-        if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise ValueError(f"device {device!r} requested but only {torch.cuda.device_count()} GPU(s) present")
-        return dev
-    raise ValueError(f"unknown device {device!r}; expected 'cpu', 'cuda' or 'cuda:N'")
 
 
 @dataclass(frozen=True)
