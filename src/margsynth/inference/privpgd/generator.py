@@ -50,7 +50,8 @@ Ours, not the paper's (documented deviations for CPU speed; same hyperparameters
 directions come from a per-clique bank of ``direction_bank`` precomputed directions
 (golden-angle quasi-random for 2-way marginals, sort orders of the grid cells
 precomputed once) and particle ranks from a bucketed counting sort
-(``ranking="buckets"``; ``"sort"`` gives the exact torch.sort ranks); gradient entries
+(``ranking="buckets"``, ``rank_buckets * N`` buckets per direction, a quarter of the
+particles by default; ``"sort"`` gives the exact torch.sort ranks); gradient entries
 are dropped independently with probability ``drop_fraction`` rounded to a multiple of
 ``2^-16`` (the authors zero exactly that fraction by a random permutation; our masks are
 16-bit words of a counter-based generator, :mod:`.kernels`); the penalty strength ``gamma`` multiplies
@@ -152,7 +153,7 @@ class PrivPGDGenerator:
     init: str = "uniform"
     direction_bank: int = 512
     ranking: str = "buckets"
-    rank_buckets: float = 1.0
+    rank_buckets: float = 0.25
 
     name: ClassVar[str] = "privpgd"
 

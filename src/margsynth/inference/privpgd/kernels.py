@@ -292,7 +292,7 @@ def _optimization_step(X, m1, m2, grad, keep, seed, step, thr, upd,
                        cl_attrs, cl_k, cl_P, cl_cell0, cl_K, cl_row,
                        dW, dB, dG, dT, dS,
                        centres, counts, order,
-                       B, cnt, side, fbuf, vs, cum, U, xU, gU,
+                       B, cnt, side, fbuf, vs, cum, U, xU, gU, fU, cU, neg,
                        pen_attrs, pen_rows, gamma,
                        lr, b1, b2, eps, track_loss):
     d, N = X.shape
@@ -386,20 +386,28 @@ def _optimization_step(X, m1, m2, grad, keep, seed, step, thr, upd,
                 s += cb
             # the particles of U: bucket coordinate (as above), target atom, gradient
             gw = dG[c, p]
-            if k == 2 and not track_loss:  # the common case, without the general loop's branches (faster)
+            if k == 2 and not track_loss:  # the common case, in simple loops (more of them in flight: faster)
                 xu0 = xU[0]
                 xu1 = xU[1]
+                w1 = w[1]
+                for u in range(nu):
+                    fU[u] = xu0[u] * w0 + xu1[u] * w1 + bias
+                nneg = 0
+                for u in range(nu):
+                    code = cnt[np.int64(fU[u])]
+                    cU[u] = code
+                    neg[nneg] = u
+                    nneg += code < 0
+                for q in range(nneg):  # buckets an atom boundary falls in (rare)
+                    u = neg[q]
+                    f = fU[u]
+                    cU[u] = _atom_of_rank(f, np.int64(f), side[-cU[u] - 1], cum, K, N)
                 gu0 = gU[0]
                 gu1 = gU[1]
                 gw0 = gw[0]
                 gw1 = gw[1]
                 for u in range(nu):
-                    f = xu0[u] * w0 + xu1[u] * w1 + bias
-                    b = np.int64(f)
-                    code = np.int64(cnt[b])
-                    if code < 0:
-                        code = _atom_of_rank(f, b, side[-code - 1], cum, K, N)
-                    diff = f - vs[code]
+                    diff = fU[u] - vs[cU[u]]
                     gu0[u] += gw0 * diff
                     gu1[u] += gw1 * diff
                 continue

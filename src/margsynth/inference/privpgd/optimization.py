@@ -28,11 +28,12 @@ finally the particles are clipped to ``[0, 1]^d`` (the authors' projection onto 
 Ranks. ``ranking="sort"`` computes ``rank_p(i)`` by ``torch.sort`` (exact Eq. 8, used by
 the tests and cheap on a GPU). ``ranking="buckets"`` (default; on a CPU sorting 100k
 floats costs ~20 ms) is a counting sort at resolution ``1/B`` of the projected range,
-``B = rank_buckets * N``: with ``f_i`` the particle's fractional bucket coordinate,
+``B = rank_buckets * N`` (``rank_buckets = 0.25`` by default: about four particles per
+bucket, a count table that stays in cache): with ``f_i`` the particle's fractional bucket coordinate,
 ``rank(i) = #{z < bucket(i)} + floor(frac(f_i) * #bucket(i))``, i.e. the empirical CDF
 linearly interpolated inside a bucket. It equals the exact rank whenever each bucket
 holds at most one particle and otherwise differs only among particles closer than
-``range / B`` (about 1.4e-5 for the defaults), whose order matters for the gradient
+``range / B`` (about 6e-5 for the defaults), whose order matters for the gradient
 only where a target atom boundary falls between them. Targets never need sorting:
 their sort orders come from the bank. Only particles with at least one kept gradient
 entry in a clique are ranked past the counting pass, so the 80% dropout also saves work.
@@ -113,7 +114,7 @@ class OptimizerConfig:
     lr_step: int
     lr_gamma: float
     ranking: str = "buckets"
-    rank_buckets: float = 1.0
+    rank_buckets: float = 0.25
     gamma: float = 0.0
     betas: tuple[float, float] = (0.9, 0.999)
     eps: float = 1e-8
@@ -304,6 +305,9 @@ class _CompiledSteps:
         self.U = np.zeros(N, dtype=np.int32)
         self.xU = np.zeros((cl.attrs.shape[1], N), dtype=np.float32)
         self.gU = np.zeros_like(self.xU)
+        self.fU = np.zeros(N, dtype=np.float32)
+        self.cU = np.zeros(N, dtype=np.int32)
+        self.neg = np.zeros(N, dtype=np.int32)
         self.no_pen = (np.zeros(0, dtype=np.int64), np.zeros((0, N), dtype=np.float32))
 
     def __call__(self, batch, offsets, attrs, pen, gamma, seed, step, thr, lr_e) -> float:
@@ -327,7 +331,8 @@ class _CompiledSteps:
             self.X, self.m1, self.m2, self.grad, self.keep, seed, step, thr, np.asarray(attrs, dtype=np.int64),
             cl.attrs[batch], cl.k[batch], cl.P[batch], cl.cell0[batch], cl.K[batch], offsets.astype(np.int64),
             dW, dB, dG, dT, dS, cl.centres, cl.counts, cl.bank.order,
-            self.B, self.cnt, self.side, self.fbuf, self.vs, self.cum, self.U, self.xU, self.gU,
+            self.B, self.cnt, self.side, self.fbuf, self.vs, self.cum, self.U, self.xU, self.gU, self.fU, self.cU,
+            self.neg,
             pen_attrs, pen_rows, float(gamma),
             float(lr_e), float(b1), float(b2), float(cfg.eps), bool(cfg.track_loss),
         )
