@@ -14,6 +14,7 @@ from margsynth.dataset import Dataset
 from margsynth.domain import Domain
 from margsynth.inference.privpgd import (
     DirectionBank,
+    PrivPGDGenerator,
     ThresholdConstraint,
     clique_centres,
     finalize,
@@ -24,10 +25,10 @@ from margsynth.inference.privpgd import (
 )
 from margsynth.mechanisms.privpgd import PRESETS, PrivPGD
 
-TINY = PrivPGD(
+TINY = PrivPGD(generator=PrivPGDGenerator(
     n_particles=2000, projection_iters=150, projection_projections=20, projection_lr_step=30,
     epochs=60, projections=6, batch_size=2, lr_step=15, direction_bank=48,
-)
+))
 
 
 def _data(seed=0, n=3000, sizes=(2, 3, 4)):
@@ -88,7 +89,7 @@ def test_exact_marginals_are_recovered(ranking):
 def test_run_recovers_marginals_at_huge_epsilon_and_accounts_privacy():
     data = _data(1)
     res = TINY.run(data, 1e4, 1e-6, np.random.default_rng(0))
-    assert res.mechanism == "privpgd" and len(res.synthetic) == TINY.n_particles
+    assert res.mechanism == "privpgd" and len(res.synthetic) == TINY.generator.n_particles
     assert res.synthetic.domain == data.domain
     assert _tv2(data, res.synthetic) < 0.05
     assert res.epsilon <= 1e4 * (1 + 1e-9) and res.delta == 1e-6
@@ -98,7 +99,7 @@ def test_run_recovers_marginals_at_huge_epsilon_and_accounts_privacy():
 
 def test_same_seed_same_bytes_and_different_seed_differs():
     data = _data(2, n=500)
-    cfg = replace(TINY, epochs=5, projection_iters=20, n_particles=500)
+    cfg = TINY.override(epochs=5, projection_iters=20, n_particles=500)
     r1 = cfg.run(data, 1.0, 1e-5, np.random.default_rng(42))
     r2 = cfg.run(data, 1.0, 1e-5, np.random.default_rng(42))
     r3 = cfg.run(data, 1.0, 1e-5, np.random.default_rng(43))
@@ -111,7 +112,7 @@ def test_constraint_budget_is_charged_and_penalty_pushes_away():
     con = ThresholdConstraint({"b": 1.0, "c": 1.0}, tau=1.0)
     truth = con.answer(data)
     assert 0.1 < truth < 0.9
-    base = replace(TINY, constraint=con, gamma=0.0, epochs=25, lr_step=8, n_particles=1500)
+    base = TINY.override(constraint=con, gamma=0.0, epochs=25, lr_step=8, n_particles=1500)
     r0 = base.run(data, 50.0, 1e-5, np.random.default_rng(0))
     assert [c["label"] for c in r0.ledger] == ["2-way marginals", "constraint target"]
     assert r0.epsilon <= 50.0 * (1 + 1e-9)
@@ -123,15 +124,20 @@ def test_constraint_budget_is_charged_and_penalty_pushes_away():
 
 
 def test_presets_match_paper_section_4_1():
-    d = PRESETS["default"]
+    d = PRESETS["default"].generator
     assert (d.n_particles, d.epochs, d.projections, d.batch_size, d.drop_fraction) == (100_000, 1_000, 10, 5, 0.8)
     assert (d.lr, d.lr_step, d.lr_gamma) == (0.1, 50, 0.75)
     assert (d.projection_iters, d.projection_projections, d.projection_lr) == (1_750, 200, 0.1)
-    assert (d.projection_lr_step, d.projection_lr_gamma, d.degree) == (100, 0.8, 2)
-    assert PrivPGD.preset("default") == PrivPGD()
-    f = PrivPGD.preset("fast")
+    assert (d.projection_lr_step, d.projection_lr_gamma, PRESETS["default"].degree) == (100, 0.8, 2)
+    assert PrivPGD.preset("default") == PrivPGD() and d == PrivPGDGenerator()
+    f = PrivPGD.preset("fast").generator
     assert f.n_particles < d.n_particles and f.epochs < d.epochs
-    assert PrivPGD.preset("fast", epochs=3).epochs == 3
+    # a generator field given to the preset reaches the preset's generator, the rest kept
+    g = PrivPGD.preset("fast", epochs=3, gamma=0.0, threads=2)
+    assert g.generator == replace(f, epochs=3) and g.threads == 2
+    assert PrivPGD.preset("fast", generator=PrivPGDGenerator(), lr=0.5).generator == PrivPGDGenerator(lr=0.5)
+    with pytest.raises(TypeError):
+        PrivPGD.preset("fast", no_such_field=1)
     assert d.consistency is False and d.init == "uniform"  # the paper's algorithm
     assert f.consistency is True
     with pytest.raises(ValueError, match="unknown preset"):
@@ -166,7 +172,9 @@ def test_bad_inputs_raise_value_error():
     for bad in ({"drop_fraction": 1.0}, {"epochs": 0}, {"lr": 0.0}, {"ranking": "radix"}, {"threads": 0},
                 {"direction_bank": 100}):
         with pytest.raises(ValueError):
-            PrivPGD(**bad)
+            PrivPGD().override(**bad)
+    with pytest.raises(ValueError, match="PrivPGDGenerator"):
+        PrivPGD(generator={"epochs": 3})
     with pytest.raises(ValueError):
         ThresholdConstraint({"b": 0.0}, tau=0.5)
 
@@ -182,7 +190,7 @@ def test_cuda_requested_without_gpu_raises_no_silent_fallback():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_cpu_and_gpu_agree_up_to_floating_point():
     data = _data(6, n=1000)
-    cfg = replace(TINY, epochs=10, projection_iters=40)
+    cfg = TINY.override(epochs=10, projection_iters=40)
     cpu = cfg.run(data, 2.0, 1e-5, np.random.default_rng(0))
     gpu = cfg.run(data, 2.0, 1e-5, np.random.default_rng(0), device="cuda")
     for a, b in zip(cpu.extras["projected"], gpu.extras["projected"]):
@@ -207,12 +215,12 @@ def test_marginal_initialisation_matches_projected_one_way_marginals():
         got = np.bincount(codes[:, a], minlength=n) / 20000
         assert np.abs(got - want).max() < 0.02
     with pytest.raises(ValueError, match="init"):
-        PrivPGD(init="zeros")
+        PrivPGD().override(init="zeros")
 
 
 def test_consistency_step_runs_and_validates():
     data = _data(5)
-    cfg = replace(TINY, consistency=True)
+    cfg = TINY.override(consistency=True)
     res = cfg.run(data, 1e4, 1e-6, np.random.default_rng(0))
     assert "consistency" in res.seconds
     assert _tv2(data, res.synthetic) < 0.05
@@ -227,4 +235,4 @@ def test_consistency_step_runs_and_validates():
     for ms in one.values():
         np.testing.assert_allclose(ms[0], ms[1], atol=1e-6)
     with pytest.raises(ValueError, match="consistency"):
-        replace(TINY, consistency="yes")
+        TINY.override(consistency="yes")

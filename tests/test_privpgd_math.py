@@ -18,6 +18,7 @@ from margsynth.inference.privpgd import (
     clique_centres,
     directions,
     finalize,
+    kernels,
     nearest_codes,
     quantize,
     sliced_wasserstein,
@@ -106,51 +107,71 @@ def small_bank():
 def test_bank_rows_sort_each_clique(small_bank):
     centres, bank = small_bank
     for s, c in enumerate(centres):
+        a, b = bank.cell_offsets[s], bank.cell_offsets[s + 1]
         for m in range(bank.M):
-            order = bank.local_order(s, [m])[0].numpy()
+            order = bank.local_order(s, [m])[0]
             assert sorted(order.tolist()) == list(range(len(c)))
             th = bank.dirs[s][m % len(bank.dirs[s])]
             v = c[order] @ th
             assert np.all(np.diff(v) >= -1e-12)
-            a = int(bank.seg_offsets[s])
-            gaps = bank.gap[m, a + 1 : a + len(c)].numpy()
-            assert np.allclose(gaps, np.diff(v), atol=1e-6)
-            assert bank.gap[m, a] == 0 and bank.gap[m, a + len(c)] == 0
+            assert np.allclose(bank.gap[m, a : b - 1], np.diff(v), atol=1e-6)
+            assert bank.gap[m, b - 1] == 0
+
+
+def test_compiled_bank_equals_numpy_twin():
+    rng = np.random.default_rng(11)
+    for shape in [(2, 3), (5,), (3, 4, 2), (7, 6)]:
+        c = clique_centres(shape)
+        ds = directions(len(shape), 9, rng)  # one row for a 1-way marginal
+        got = (np.zeros((len(ds), len(c)), dtype=np.int32), np.zeros((len(ds), len(c)), dtype=np.float32))
+        want = (np.zeros_like(got[0]), np.zeros_like(got[1]))
+        kernels.bank_rows(ds, c, *got)
+        kernels.bank_rows_numpy(ds, c, *want)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
+def _autograd_w1(centres, bank, u, y, rows):
+    """``sum_rows W_1`` per Eq. 3 by sorting with torch, and its gradient w.r.t. ``u - y`` (autograd)."""
+    d = torch.tensor(np.concatenate(u) - np.concatenate(y), dtype=torch.float64, requires_grad=True)
+    total = 0
+    for s, c in enumerate(centres):
+        seg = d[bank.cell_offsets[s] : bank.cell_offsets[s + 1]]
+        for th in bank.dirs[s][np.asarray(rows) % len(bank.dirs[s])]:
+            v = torch.tensor(c @ th)
+            order = torch.argsort(v)
+            total = total + (torch.cumsum(seg[order], 0)[:-1].abs() * torch.diff(v[order])).sum()
+    total.backward()
+    return d.grad.numpy()
 
 
 def test_bank_w1_and_gradient_match_autograd(small_bank):
-    """The flat, separator-reset prefix sums give Eq. 3 per clique, and the closed-form
-    gradient equals autograd's up to a constant per clique."""
+    """The torch code's prefix sums, restarted at every clique, give Eq. 3 per clique, and the
+    closed-form gradient (torch code and compiled loop) equals autograd's up to a constant per clique."""
     centres, bank = small_bank
     flat = _Flat(bank, torch.device("cpu"))
     rng = np.random.default_rng(6)
     u = [rng.dirichlet(np.ones(len(c))) for c in centres]
     y = [rng.normal(size=len(c)) * 0.3 + 1.0 / len(c) for c in centres]
     delta = torch.tensor(np.concatenate(u) - np.concatenate(y), dtype=torch.float32)
-    dext = flat.extended(delta)
     rows = slice(2, 9)
-    got = sliced_w1_bank(flat, dext, rows)
+    got = sliced_w1_bank(flat, delta, rows)
+    got_c = np.zeros(len(centres))
+    kernels.sliced_w1(bank.order, bank.gap, bank.cell_offsets, delta.numpy(), 2, 7, got_c)
     for s, c in enumerate(centres):
         dirs = bank.dirs[s][np.arange(2, 9) % len(bank.dirs[s])]
         want = np.mean([w1_cdf(c @ th, u[s], y[s]) for th in dirs])
         assert got[s] == pytest.approx(want, rel=1e-5, abs=1e-6)
-    # gradient
-    buf_a, buf_b = torch.empty(3 * flat.L), torch.empty(3 * flat.L)
-    g = _bank_w1_grad(flat, dext, 2, 7, 3, buf_a, buf_b, torch.zeros(flat.L))[: flat.n_cells].double().numpy()
-    d = torch.tensor(np.concatenate(u) - np.concatenate(y), dtype=torch.float64, requires_grad=True)
-    total = 0
-    for s, c in enumerate(centres):
-        seg = d[bank.cell_offsets[s] : bank.cell_offsets[s + 1]]
-        for th in bank.dirs[s][np.arange(2, 9) % len(bank.dirs[s])]:
-            v = torch.tensor(c @ th)
-            order = torch.argsort(v)
-            total = total + (torch.cumsum(seg[order], 0)[:-1].abs() * torch.diff(v[order])).sum()
-    total.backward()
-    ref = d.grad.numpy()
-    for s in range(len(centres)):
-        a, b = bank.cell_offsets[s], bank.cell_offsets[s + 1]
-        diff = g[a:b] - ref[a:b]
-        assert np.allclose(diff, diff[0], atol=1e-5)
+        assert got_c[s] == pytest.approx(want, rel=1e-5, abs=1e-6)
+    ref = _autograd_w1(centres, bank, u, y, np.arange(2, 9))
+    g_torch = _bank_w1_grad(flat, delta, 2, 7, 3, torch.zeros(flat.n_cells)).double().numpy()
+    g_comp = np.zeros(bank.n_cells, dtype=np.float32)
+    kernels._compiled("projection_run")  # compiles the gradient loop it inlines
+    kernels._COMPILED["_w1_grad_rows"](bank.order, bank.gap, bank.cell_offsets, delta.numpy(), 2, 7, g_comp)
+    for g in (g_torch, g_comp.astype(np.float64)):
+        for s in range(len(centres)):
+            a, b = bank.cell_offsets[s], bank.cell_offsets[s + 1]
+            diff = g[a:b] - ref[a:b]
+            assert np.allclose(diff, diff[0], atol=1e-5)
 
 
 def test_init_measure_clips_and_renormalises():

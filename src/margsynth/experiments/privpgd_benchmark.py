@@ -135,6 +135,7 @@ def method_params(method: str, params: dict[str, Any]) -> dict[str, Any]:
 
         cfg = asdict(create(METHODS[method], **params))
         cfg.pop("constraint", None)
+        cfg.update(cfg.pop("generator", None) or {})  # PrivPGD's generator fields, flat (the factory routes them)
         return cfg
     return params
 

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from ..dataset import Dataset
+from ..inference.torch_utils import resolve_device, with_torch_threads
 from ..privacy import BudgetLedger
 from ..rules import RuleSet
 from ..timing import Stopwatch, timed
@@ -54,7 +55,7 @@ from .queries import (
     query_scores,
     select_queries,
 )
-from .rap import adam_steps, check_device, check_shared, with_torch_threads
+from .rap import adam_steps, check_shared
 
 __all__ = ["PRESETS", "SELECTIONS", "GEM", "build_generator"]
 
@@ -199,7 +200,7 @@ class GEM(Mechanism):
         moving-average mixture. ``rules`` (public, no budget): records drawn from the
         mixture that break one are drawn again from it, then repaired
         (:meth:`~.queries.MarginalQueries.sample_obeying`; ``extras["rules"]``)."""
-        dev = check_device(device)
+        dev = resolve_device(device)
         return with_torch_threads(self.threads, lambda: self._run(data, rng, budget, dev, rules))
 
     def _run(

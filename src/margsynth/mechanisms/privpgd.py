@@ -21,15 +21,15 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 
 import numpy as np
-import torch
 
 from ..dataset import Dataset
 from ..inference.privpgd.constraints import ThresholdConstraint, ThresholdPenalty
 from ..inference.privpgd.embedding import check_domain
-from ..inference.privpgd.generator import PrivPGDGenerator, resolve_device
+from ..inference.privpgd.generator import PrivPGDGenerator
+from ..inference.torch_utils import resolve_device, with_torch_threads
 from ..privacy import BudgetLedger, gaussian_mechanism, measure_marginals
 from ..privacy.accounting import gaussian_sigma
 from ..rules import RuleSet
@@ -38,59 +38,45 @@ from .base import Mechanism, SynthesisResult, check_marginals_fit, check_records
 
 __all__ = ["PRESETS", "PrivPGD"]
 
-_GENERATOR_FIELDS = tuple(f.name for f in fields(PrivPGDGenerator))
+_GENERATOR_FIELDS = frozenset(f.name for f in fields(PrivPGDGenerator))
 
 
 @dataclass(frozen=True)
 class PrivPGD(Mechanism):
-    """PrivPGD hyperparameters (defaults = the paper's §4.1; see
+    """PrivPGD: SELECT all ``degree``-way marginals, MEASURE them, GENERATE with
+    :attr:`generator` (defaults = the paper's §4.1; see
     :mod:`margsynth.inference.privpgd.generator`).
 
-    The generation hyperparameters (``n_particles`` … ``rank_buckets``) are those of
-    :class:`~margsynth.inference.privpgd.generator.PrivPGDGenerator` (:attr:`generator`).
-    ``degree`` is the size of the measured marginals. ``gamma`` is the penalty strength
-    of Eq. 7 (``constraint`` must be given when ``gamma > 0``); ``constraint_share`` the
-    fraction of the zCDP budget spent on the constraint's target (App. B splits the
-    budget the same way; the rest measures the marginals). ``threads`` sets
-    ``torch.set_num_threads`` during :meth:`run` (restored afterwards; ``None`` leaves
-    it): 1 by default, because most kernels here are memory-bound or serial (prefix
-    sums, scatter-adds) and on the project's shared 2-core machine two threads measured
-    6x slower per epoch (9.2 s vs 1.5 s) than one.
+    ``synthetic_records`` is the number of records, which are the particles (§3): ``None``
+    keeps the generator's ``n_particles``, a number replaces it for the run.
+    ``generator`` is the :class:`~margsynth.inference.privpgd.generator.PrivPGDGenerator`
+    holding the generation hyperparameters (``n_particles``, the projection and
+    optimization steps' settings, ...); :meth:`preset` and the registry route keyword
+    arguments naming its fields to it. ``degree`` is the size of the measured marginals.
+    ``gamma`` is the penalty strength of Eq. 7 (``constraint`` must be given when
+    ``gamma > 0``); ``constraint_share`` the fraction of the zCDP budget spent on the
+    constraint's target (App. B splits the budget the same way; the rest measures the
+    marginals). ``threads`` sets ``torch.set_num_threads`` during :meth:`run` (restored
+    afterwards; ``None`` leaves it): 1 by default, because most kernels here are
+    memory-bound or serial (prefix sums, scatter-adds) and on the project's shared 2-core
+    machine two threads measured 6x slower per epoch (9.2 s vs 1.5 s) than one.
     """
 
-    n_particles: int = 100_000
+    generator: PrivPGDGenerator = field(default_factory=PrivPGDGenerator)
     degree: int = 2
-    # projection step (Eq. 5)
-    projection_iters: int = 1_750
-    projection_projections: int = 200
-    projection_lr: float = 0.1
-    projection_lr_step: int = 100
-    projection_lr_gamma: float = 0.8
-    # optimization step (Eq. 7-8)
-    epochs: int = 1_000
-    projections: int = 10
-    batch_size: int = 5
-    drop_fraction: float = 0.8
-    lr: float = 0.1
-    lr_step: int = 50
-    lr_gamma: float = 0.75
+    synthetic_records: int | None = None
     # domain-specific constraint (§4.4)
     constraint: ThresholdConstraint | None = None
     gamma: float = 0.0
     constraint_share: float = 0.1
-    # implementation (not in the paper)
-    consistency: bool = False
-    consistency_iters: int = 50
-    init: str = "uniform"
-    direction_bank: int = 512
-    ranking: str = "buckets"
-    rank_buckets: float = 1.0
     threads: int | None = 1
 
     name = "privpgd"
 
     def __post_init__(self) -> None:
-        _ = self.generator  # validates the generation hyperparameters
+        if not isinstance(self.generator, PrivPGDGenerator):
+            raise ValueError(f"generator must be a PrivPGDGenerator, got {type(self.generator).__name__}")
+        check_records(self.synthetic_records)
         d = self.degree
         if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
             raise ValueError(f"degree must be a positive integer, got {d!r}")
@@ -107,19 +93,27 @@ class PrivPGD(Mechanism):
         ):
             raise ValueError(f"threads must be a positive integer or None, got {self.threads!r}")
 
-    @property
-    def generator(self) -> PrivPGDGenerator:
-        """The GENERATE step with this mechanism's generation hyperparameters."""
-        return PrivPGDGenerator(**{f: getattr(self, f) for f in _GENERATOR_FIELDS})
-
     # ------------------------------------------------------------------ presets
     @classmethod
     def preset(cls, preset: str = "default", **overrides) -> PrivPGD:
         """``"default"`` (the paper's hyperparameters) or ``"fast"`` (see ``PRESETS``),
-        with ``overrides`` replacing fields (the registry's ``privpgd`` factory)."""
+        with ``overrides`` replacing fields (the registry's ``privpgd`` factory). An override
+        naming a field of the generator rather than of the mechanism (``epochs=…``,
+        ``n_particles=…``) replaces that field of the preset's generator (or of the
+        ``generator`` override, when one is given; :meth:`override`)."""
         if preset not in PRESETS:
             raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(PRESETS)}")
-        return replace(PRESETS[preset], **overrides)
+        return PRESETS[preset].override(**overrides)
+
+    def override(self, **overrides) -> PrivPGD:
+        """A copy with ``overrides`` replacing fields; a keyword naming a field of the
+        generator rather than of the mechanism replaces that field of :attr:`generator`
+        (of the ``generator`` override, when one is given). ``TypeError`` for an unknown name."""
+        own = {f.name for f in fields(self)}
+        moved = {k: overrides.pop(k) for k in list(overrides) if k not in own and k in _GENERATOR_FIELDS}
+        if moved:
+            overrides["generator"] = replace(overrides.get("generator", self.generator), **moved)
+        return replace(self, **overrides)
 
     # ------------------------------------------------------------------ validate / run
     def check(self, data: Dataset, budget: BudgetLedger, *, device: str = "cpu", **_: object) -> None:
@@ -131,7 +125,13 @@ class PrivPGD(Mechanism):
         if self.degree > len(data.domain):
             raise ValueError(f"degree {self.degree} exceeds the number of attributes ({len(data.domain)})")
         check_marginals_fit(data.domain, [largest(data.domain, self.degree)], f"{self.degree}-way marginal")
-        check_records(self.n_particles, "n_particles", columns=len(data.domain))
+        check_records(self._generator().n_particles, "synthetic_records", columns=len(data.domain))
+
+    def _generator(self) -> PrivPGDGenerator:
+        """The generator a run uses: :attr:`generator` with ``synthetic_records`` particles when given."""
+        if self.synthetic_records is None:
+            return self.generator
+        return replace(self.generator, n_particles=self.synthetic_records)
 
     def synthesize(
         self,
@@ -147,14 +147,7 @@ class PrivPGD(Mechanism):
         (public, no budget): the generator projects its measures onto the allowed cells and
         repairs the records (:class:`~margsynth.inference.privpgd.generator.PrivPGDGenerator`)."""
         dev = resolve_device(device)
-        old_threads = torch.get_num_threads()
-        if self.threads is not None:
-            torch.set_num_threads(self.threads)
-        try:
-            return self._run(data, rng, budget, dev, rules)
-        finally:
-            if self.threads is not None:
-                torch.set_num_threads(old_threads)
+        return with_torch_threads(self.threads, lambda: self._run(data, rng, budget, dev, rules))
 
     def _run(self, data, rng, ledger, dev, rules=None) -> SynthesisResult:
         clock = Stopwatch()
@@ -186,10 +179,12 @@ class PrivPGD(Mechanism):
         penalty = None
         if use_constraint and self.gamma > 0:
             penalty = ThresholdPenalty(self.constraint, domain, constraint_target, dev)
-        out = self.generator.generate(domain, noisy, rng, device=dev, penalty=penalty, gamma=self.gamma, rules=rules)
+        out = self._generator().generate(domain, noisy, rng, device=dev, penalty=penalty, gamma=self.gamma, rules=rules)
         seconds.update(out.seconds)
         seconds["total"] = clock.elapsed()
         params = asdict(self)
+        params.update(asdict(self._generator()))  # one flat record of every hyperparameter
+        del params["generator"]
         if self.constraint is not None:
             params["constraint"] = {
                 "weights": dict(self.constraint.weights),
@@ -243,13 +238,15 @@ def _check_data(data: Dataset) -> None:
 PRESETS: dict[str, PrivPGD] = {
     "default": PrivPGD(),
     "fast": PrivPGD(
-        n_particles=30_000,
-        projection_iters=300,
-        projection_lr_step=20,
-        epochs=200,
-        lr_step=13,
-        direction_bank=256,
-        init="marginals",
-        consistency=True,
+        generator=PrivPGDGenerator(
+            n_particles=30_000,
+            projection_iters=300,
+            projection_lr_step=20,
+            epochs=200,
+            lr_step=13,
+            direction_bank=256,
+            init="marginals",
+            consistency=True,
+        )
     ),
 }

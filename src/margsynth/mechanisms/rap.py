@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..dataset import Dataset
+from ..inference.torch_utils import resolve_device, with_torch_threads
 from ..privacy import BudgetLedger
 from ..rules import RuleSet
 from ..timing import Stopwatch, timed
@@ -63,7 +64,7 @@ from .queries import (
     select_queries,
 )
 
-__all__ = ["PRESETS", "RAP", "adam_steps", "check_device", "check_shared", "with_torch_threads"]
+__all__ = ["PRESETS", "RAP", "adam_steps", "check_shared"]
 
 
 def _pos_float(name: str, v: object) -> None:
@@ -74,14 +75,6 @@ def _pos_float(name: str, v: object) -> None:
 def _fraction(name: str, v: object) -> None:
     if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) or not 0 < v < 1:
         raise ValueError(f"{name} must be in (0, 1), got {v!r}")
-
-
-def check_device(device: object):
-    """The torch device for ``"cpu"``/``"cuda"``/``"cuda:N"`` (PrivPGD's rules: a GPU that is
-    not there is a ``ValueError``, never a silent CPU fallback)."""
-    from ..inference.privpgd.generator import resolve_device
-
-    return resolve_device(device)
 
 
 def check_shared(mech, data: Dataset, device: Any) -> None:
@@ -109,22 +102,7 @@ def check_shared(mech, data: Dataset, device: Any) -> None:
     per_query, extra = mech.memory_bytes(data.domain)
     check_workload_fits(data.domain, mech.degree, type(mech).__name__, per_query_bytes=per_query, extra_bytes=extra)
     check_records(mech.synthetic_records, columns=d)
-    check_device(device)
-
-
-def with_torch_threads(threads: int | None, fn):
-    """``fn()`` with ``torch.set_num_threads(threads)`` (restored afterwards; ``None`` leaves it).
-    One thread by default, as PrivPGD: on the shared 2-core machine extra threads only contend."""
-    import torch
-
-    old = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(threads)
-    try:
-        return fn()
-    finally:
-        if threads is not None:
-            torch.set_num_threads(old)
+    resolve_device(device)
 
 
 def adam_steps(
@@ -253,7 +231,7 @@ class RAP(Mechanism):
         relaxed rows. ``rules`` (public, no budget): records drawn from the relaxed rows
         that break one are drawn again from them, then repaired
         (:meth:`~.queries.MarginalQueries.sample_obeying`; ``extras["rules"]``)."""
-        dev = check_device(device)
+        dev = resolve_device(device)
         return with_torch_threads(self.threads, lambda: self._run(data, rng, budget, dev, rules))
 
     def _run(

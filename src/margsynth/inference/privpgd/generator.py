@@ -50,9 +50,11 @@ Ours, not the paper's (documented deviations for CPU speed; same hyperparameters
 directions come from a per-clique bank of ``direction_bank`` precomputed directions
 (golden-angle quasi-random for 2-way marginals, sort orders of the grid cells
 precomputed once) and particle ranks from a bucketed counting sort
-(``ranking="buckets"``; ``"sort"`` gives the exact torch.sort ranks); gradient entries
-are dropped independently with probability ``drop_fraction`` (the authors zero exactly
-that fraction by a random permutation); the penalty strength ``gamma`` multiplies
+(``ranking="buckets"``, ``rank_buckets * N`` buckets per direction, a quarter of the
+particles by default; ``"sort"`` gives the exact torch.sort ranks); gradient entries
+are dropped independently with probability ``drop_fraction`` rounded to a multiple of
+``2^-16`` (the authors zero exactly that fraction by a random permutation; our masks are
+16-bit words of a counter-based generator, :mod:`.kernels`); the penalty strength ``gamma`` multiplies
 ``R`` in Eq. 7 with the particle-scaled gradient (authors' ``scale_reg = gamma N / 100``,
 see :mod:`~margsynth.inference.privpgd.constraints`). The evaluation metrics (Eq. 9-11) live in
 :mod:`margsynth.metrics.evaluation`. Privacy: the
@@ -60,8 +62,12 @@ project's neighbouring relation is add/remove-one (sensitivity 1 for the stacked
 normalised marginal query), accounted in zCDP and converted to (eps, delta).
 
 Devices: ``device="cpu"`` (default) or ``"cuda"``/``"cuda:N"``; a requested GPU that is
-absent raises ``ValueError`` (never a silent CPU fallback). All random numbers are drawn
-from CPU generators derived from the numpy ``rng``, so a GPU run uses the same
+absent raises ``ValueError`` (never a silent CPU fallback). On the CPU the projection and
+optimization steps run as compiled loops (:mod:`.kernels`: every marginal of an iteration
+or step in one call, float32 particles; about 5 CPU-minutes for the paper's settings on
+adult instead of 20-30); on a GPU, with ``ranking="sort"`` or with ``MARGSYNTH_NUMBA=0``
+they run as torch code that computes the same float32 operations. All random numbers are
+drawn from CPU generators derived from the numpy ``rng``, so a GPU run uses the same
 directions, masks and initial particles and agrees with the CPU run up to floating
 point; the same seed gives byte-identical output on the CPU.
 
@@ -78,7 +84,6 @@ marginals (:func:`~margsynth.inference.repair.enforce`). The number of records s
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -89,8 +94,10 @@ from ...dataset import Dataset
 from ...domain import Domain
 from ...privacy import NoisyMarginals
 from ...rules import RuleSet, as_rules
+from ...timing import timed
 from ..generated import Generated
 from ..repair import enforce
+from ..torch_utils import resolve_device
 from .constraints import ThresholdPenalty
 from .embedding import clique_centres
 from .finalize import finalize
@@ -99,7 +106,7 @@ from .projection import make_consistent, project_measures
 from .quantization import quantize
 from .slicing import DirectionBank
 
-__all__ = ["INITS", "PrivPGDGenerator", "initial_particles", "one_way_measures", "resolve_device"]
+__all__ = ["INITS", "PrivPGDGenerator", "initial_particles"]
 
 #: Particle initialisations: ``"uniform"`` (i.i.d. uniform on [0,1]^d, the authors' code) or
 #: ``"marginals"`` (ours: each coordinate drawn independently from the 1-way marginal implied
@@ -137,25 +144,6 @@ def initial_particles(probs, cliques, sizes, n: int, generator: torch.Generator)
     return out.float().clamp_(0.0, 1.0)
 
 
-def resolve_device(device) -> torch.device:
-    """``torch.device`` for ``"cpu"``, ``"cuda"`` or ``"cuda:N"``; ``ValueError`` for anything
-    else or for a GPU that is not present (no silent fallback)."""
-    if isinstance(device, torch.device):
-        device = str(device)
-    if not isinstance(device, str):
-        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}")
-    if device == "cpu":
-        return torch.device("cpu")
-    if device == "cuda" or (device.startswith("cuda:") and device[5:].isdigit()):
-        if not torch.cuda.is_available():
-            raise ValueError(f"device {device!r} requested but no CUDA GPU is available (no silent CPU fallback)")
-        dev = torch.device(device)
-        if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise ValueError(f"device {device!r} requested but only {torch.cuda.device_count()} GPU(s) present")
-        return dev
-    raise ValueError(f"unknown device {device!r}; expected 'cpu', 'cuda' or 'cuda:N'")
-
-
 @dataclass(frozen=True)
 class PrivPGDGenerator:
     """PrivPGD's generation step (Algorithm 3) and its hyperparameters (defaults = the
@@ -185,7 +173,7 @@ class PrivPGDGenerator:
     init: str = "uniform"
     direction_bank: int = 512
     ranking: str = "buckets"
-    rank_buckets: float = 1.0
+    rank_buckets: float = 0.25
 
     name: ClassVar[str] = "privpgd"
 
@@ -246,41 +234,33 @@ class PrivPGDGenerator:
         targets = [m.estimate / n_hat for m in marginals]
         seed_bank, seed_torch = (int(x) for x in rng.integers(0, 2**63 - 1, size=2))
         gen = torch.Generator().manual_seed(seed_torch)
-        t1, c1 = time.perf_counter(), time.process_time()
-        centres = [clique_centres([sizes[i] for i in c]) for c in cliques]
-        bank = DirectionBank.build(centres, self.direction_bank, np.random.default_rng(seed_bank))
-        seconds["bank"] = time.perf_counter() - t1
-        seconds["bank_cpu"] = time.process_time() - c1
-        t1, c1 = time.perf_counter(), time.process_time()
-        probs, proj_diag = project_measures(
-            targets, bank, iters=self.projection_iters, projections=self.projection_projections,
-            lr=self.projection_lr, lr_step=self.projection_lr_step, lr_gamma=self.projection_lr_gamma,
-            generator=gen, device=dev,
-        )
-        seconds["projection"] = time.perf_counter() - t1
-        seconds["projection_cpu"] = time.process_time() - c1
+        with timed(seconds, "bank", cpu=True):
+            centres = [clique_centres([sizes[i] for i in c]) for c in cliques]
+            bank = DirectionBank.build(centres, self.direction_bank, np.random.default_rng(seed_bank))
+        with timed(seconds, "projection", cpu=True):
+            probs, proj_diag = project_measures(
+                targets, bank, iters=self.projection_iters, projections=self.projection_projections,
+                lr=self.projection_lr, lr_step=self.projection_lr_step, lr_gamma=self.projection_lr_gamma,
+                generator=gen, device=dev,
+            )
         if self.consistency:
-            t1 = time.perf_counter()
-            probs = make_consistent(probs, cliques, sizes, iters=self.consistency_iters)
-            seconds["consistency"] = time.perf_counter() - t1
+            with timed(seconds, "consistency"):
+                probs = make_consistent(probs, cliques, sizes, iters=self.consistency_iters)
         if rules is not None:
             probs = [rules.project(p, c, domain) for p, c in zip(probs, marginals.cliques)]
         counts = [quantize(p, n_particles) for p in probs]
         init = None
         if self.init == "marginals":
             init = initial_particles(probs, cliques, sizes, n_particles, gen)
-        t1, c1 = time.perf_counter(), time.process_time()
-        Xt, trace = optimize_particles(
-            counts, cliques, centres, bank, len(domain), n_particles=n_particles, epochs=self.epochs,
-            projections=self.projections, batch_size=self.batch_size, drop_fraction=self.drop_fraction,
-            lr=self.lr, lr_step=self.lr_step, lr_gamma=self.lr_gamma, generator=gen, device=dev,
-            ranking=self.ranking, rank_buckets=self.rank_buckets, penalty=penalty, gamma=gamma, init=init,
-        )
-        seconds["optimization"] = time.perf_counter() - t1
-        seconds["optimization_cpu"] = time.process_time() - c1
-        t1 = time.perf_counter()
-        synth: Dataset = finalize(Xt.T, domain)
-        seconds["finalize"] = time.perf_counter() - t1
+        with timed(seconds, "optimization", cpu=True):
+            Xt, trace = optimize_particles(
+                counts, cliques, centres, bank, len(domain), n_particles=n_particles, epochs=self.epochs,
+                projections=self.projections, batch_size=self.batch_size, drop_fraction=self.drop_fraction,
+                lr=self.lr, lr_step=self.lr_step, lr_gamma=self.lr_gamma, generator=gen, device=dev,
+                ranking=self.ranking, rank_buckets=self.rank_buckets, penalty=penalty, gamma=gamma, init=init,
+            )
+        with timed(seconds, "finalize"):
+            synth: Dataset = finalize(Xt.T, domain)
         extras: dict[str, Any] = {
             "n_hat": n_hat,
             "projection_sw1_init": proj_diag["sw1_init"],
@@ -289,6 +269,7 @@ class PrivPGDGenerator:
             "seconds_per_epoch": trace.seconds_per_epoch,
             "cpu_seconds_per_epoch": trace.cpu_seconds_per_epoch,
             "device": str(dev),
+            "optimization_backend": trace.backend,
             "bank_bytes": bank.nbytes(),
         }
         if penalty is not None:

@@ -18,30 +18,40 @@ Algorithm (mini-batch particle gradient descent, §4.1 defaults in brackets):
 particles start i.i.d. uniform on ``[0,1]^d``; every epoch [1,000] shuffles the cliques
 and splits them into batches [5]; every batch is one step with, per clique, ``P`` [10]
 fresh directions (a random block of the clique's :class:`~.slicing.DirectionBank`);
-each gradient entry ``(i, j)`` is dropped independently with probability [0.8]; the
-kept entries take an Adam step with torch ``SparseAdam`` semantics (dropped entries keep
-their value and moments; bias correction by the global step count) at learning rate
-[0.1] multiplied by [0.75] every [50] epochs; finally the particles are clipped to
-``[0, 1]^d`` (the authors' projection onto the domain).
+each gradient entry ``(i, j)`` is dropped independently with probability [0.8] (the
+keep probability rounded to a multiple of ``2^-16``: the masks are 16-bit words of a
+counter-based generator, :mod:`.kernels`); the kept entries take an Adam step with torch
+``SparseAdam`` semantics (dropped entries keep their value and moments; bias correction
+by the global step count) at learning rate [0.1] multiplied by [0.75] every [50] epochs;
+finally the particles are clipped to ``[0, 1]^d`` (the authors' projection onto the domain).
 
 Ranks. ``ranking="sort"`` computes ``rank_p(i)`` by ``torch.sort`` (exact Eq. 8, used by
-the tests and cheap on a GPU). ``ranking="buckets"`` (default; 15x cheaper on a CPU,
-where sorting 100k floats costs ~20 ms) is a counting sort at resolution ``1/B`` of the
-projected range, ``B = rank_buckets * N``: with ``f_i`` the particle's fractional
-bucket coordinate, ``rank(i) = #{z < bucket(i)} + floor(frac(f_i) * #bucket(i))``,
-i.e. the empirical CDF linearly interpolated inside a bucket. It equals the exact
-rank whenever each bucket holds at most one particle and otherwise differs only
-among particles closer than ``range / B`` (about 1.4e-5 for the defaults), whose
-order matters for the gradient only where a target atom boundary falls between
-them. Targets never need sorting: their sort orders come from the bank.
-Only particles with at least one kept gradient entry in a clique are ranked past the
-counting pass, so the 80% dropout also saves work.
+the tests and cheap on a GPU). ``ranking="buckets"`` (default; on a CPU sorting 100k
+floats costs ~20 ms) is a counting sort at resolution ``1/B`` of the projected range,
+``B = rank_buckets * N`` (``rank_buckets = 0.25`` by default: about four particles per
+bucket, a count table that stays in cache): with ``f_i`` the particle's fractional bucket coordinate,
+``rank(i) = #{z < bucket(i)} + floor(frac(f_i) * #bucket(i))``, i.e. the empirical CDF
+linearly interpolated inside a bucket. It equals the exact rank whenever each bucket
+holds at most one particle and otherwise differs only among particles closer than
+``range / B`` (about 6e-5 for the defaults), whose order matters for the gradient
+only where a target atom boundary falls between them. Targets never need sorting:
+their sort orders come from the bank. Only particles with at least one kept gradient
+entry in a clique are ranked past the counting pass, so the 80% dropout also saves work.
+
+Two implementations of the step, the same float32 operations in the same order (the
+tests compare them step by step): on the CPU with bucket ranks, the compiled loop
+:func:`.kernels.optimization_step` (all marginals of a step in one call: per marginal
+and direction one pass over the particles to count, one over the particles with a kept
+entry to rank, look up the target and accumulate the gradient, then the Adam step);
+otherwise (a GPU, ``ranking="sort"``, ``MARGSYNTH_NUMBA=0`` or ``backend="torch"``) the
+torch code below, marginal by marginal. Both draw the same random numbers: the clique
+order and direction blocks from the torch ``generator``, the dropout masks from the
+counter-based generator of :mod:`.kernels` seeded from it.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +59,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from ...timing import Stopwatch
+from . import kernels
 from .slicing import DirectionBank
 
 __all__ = ["OptimizationTrace", "OptimizerConfig", "optimize_particles"]
@@ -63,18 +75,7 @@ class OptimizationTrace:
     seconds_per_epoch: list = field(default_factory=list)
     cpu_seconds_per_epoch: list = field(default_factory=list)  # process CPU time (all threads)
     loss: list = field(default_factory=list)  # per-epoch SW2^2 summed over the batches' cliques
-
-
-class _Clique:
-    def __init__(self, s, attrs, centres, counts, bank: DirectionBank, device):
-        self.s = s
-        self.attrs = torch.as_tensor(attrs, dtype=torch.long, device=device)
-        self.attr_list = list(attrs)
-        self.k = len(attrs)
-        self.centres = torch.as_tensor(centres, dtype=torch.float32, device=device)  # (K, k)
-        self.counts = torch.as_tensor(counts, dtype=torch.long, device=device)  # (K,)
-        self.dirs = bank.dirs[s]  # numpy (M_s, k)
-        self.M = bank.M if self.k > 1 else 1
+    backend: str = ""  # "compiled" or "torch"
 
 
 def _integer(name: str, value: object, low: int) -> None:
@@ -100,7 +101,8 @@ class OptimizerConfig:
     entry; ``lr``, ``lr_step``, ``lr_gamma``: learning rate ``lr * lr_gamma ** (epoch //
     lr_step)``; ``ranking`` ``"buckets"`` or ``"sort"`` and ``rank_buckets`` (B = rank_buckets
     * N); ``gamma`` the penalty weight of Eq. 7; ``betas``, ``eps`` Adam's constants;
-    ``track_loss`` records the per-epoch SW2^2 in the trace.
+    ``track_loss`` records the per-epoch SW2^2 in the trace; ``backend`` ``"auto"``
+    (compiled on the CPU with bucket ranks), ``"compiled"`` or ``"torch"``.
     """
 
     n_particles: int
@@ -112,11 +114,12 @@ class OptimizerConfig:
     lr_step: int
     lr_gamma: float
     ranking: str = "buckets"
-    rank_buckets: float = 1.0
+    rank_buckets: float = 0.25
     gamma: float = 0.0
     betas: tuple[float, float] = (0.9, 0.999)
     eps: float = 1e-8
     track_loss: bool = False
+    backend: str = "auto"
 
     def __post_init__(self) -> None:
         _integer("n_particles", self.n_particles, 1)
@@ -136,6 +139,57 @@ class OptimizerConfig:
         for b in self.betas:
             _number("betas", b, 0.0, 1.0, closed_low=True)
         _number("eps", self.eps, 0.0)
+        if self.backend not in kernels.BACKENDS:
+            raise ValueError(f"backend must be one of {kernels.BACKENDS}, got {self.backend!r}")
+
+    @property
+    def buckets(self) -> int:
+        """``B``: the number of rank buckets per direction."""
+        return max(1, int(round(self.rank_buckets * self.n_particles)))
+
+
+class _Cliques:
+    """The cliques' static data as flat numpy arrays (shared by both implementations)."""
+
+    def __init__(self, counts, cliques, centres, bank: DirectionBank, P: int):
+        self.S = len(cliques)
+        self.k = np.array([len(c) for c in cliques], dtype=np.int64)
+        kmax = int(self.k.max()) if self.S else 1
+        self.attrs = np.zeros((self.S, kmax), dtype=np.int64)
+        for s, c in enumerate(cliques):
+            self.attrs[s, : len(c)] = c
+        self.cell0 = bank.cell_offsets[:-1].astype(np.int64)
+        self.K = np.diff(bank.cell_offsets).astype(np.int64)
+        n = bank.n_cells
+        self.centres = np.zeros((n, kmax), dtype=np.float32)
+        self.counts = np.zeros(n, dtype=np.int64)
+        for s in range(self.S):
+            a, b = bank.cell_offsets[s], bank.cell_offsets[s + 1]
+            if centres[s].shape != (b - a, self.k[s]):
+                raise ValueError(f"clique {s}: centres of shape {centres[s].shape}, the bank has {b - a} cells")
+            self.centres[a:b, : self.k[s]] = centres[s]
+            self.counts[a:b] = np.asarray(counts[s]).ravel()
+        self.P = np.where(self.k > 1, P, 1).astype(np.int64)  # one direction for a 1-way marginal
+        self.bank = bank
+
+    def directions(self, s: int, o: int) -> np.ndarray:
+        """``(P_s, k_s)`` float64: clique ``s``'s directions of bank rows ``o .. o + P_s - 1``."""
+        ds = self.bank.dirs[s]
+        return ds[np.arange(o, o + self.P[s]) % ds.shape[0]]
+
+
+def _direction_terms(th64: np.ndarray, B: int):
+    """Per direction of ``th64`` (``(P, k)``): the float32 bucket map ``f = <x, W_p> + bias_p``
+    (the projected range onto ``(0, B)``), the gradient weights ``G_p = (2/P) theta_p / sc_p``,
+    the direction ``T_p`` and the scale ``sc_p``."""
+    P = th64.shape[0]
+    lo = np.minimum(th64, 0.0).sum(1)
+    span = np.maximum(th64, 0.0).sum(1) - lo
+    lo = lo - 1e-6 * span
+    sc = B * (1.0 - 1e-6) / (span * (1.0 + 2e-6))
+    f32 = np.float32
+    return ((th64 * sc[:, None]).astype(f32), (-lo * sc).astype(f32), ((2.0 / P) * th64 / sc[:, None]).astype(f32),
+            th64.astype(f32), sc.astype(f32))
 
 
 def optimize_particles(
@@ -170,142 +224,190 @@ def optimize_particles(
         raise ValueError(f"pass either config or hyperparameters as keywords, not both: {sorted(hyperparameters)}")
     elif not isinstance(config, OptimizerConfig):
         raise ValueError(f"config must be an OptimizerConfig, got {type(config).__name__}")
-    n_particles, epochs, projections = config.n_particles, config.epochs, config.projections
-    batch_size, drop_fraction, track_loss = config.batch_size, config.drop_fraction, config.track_loss
-    lr, lr_step, lr_gamma, betas, eps = config.lr, config.lr_step, config.lr_gamma, config.betas, config.eps
-    ranking, rank_buckets, gamma = config.ranking, config.rank_buckets, config.gamma
     device = torch.device(device)
-    N = int(n_particles)
+    N, P, B = int(config.n_particles), int(config.projections), config.buckets
     for s, c in enumerate(counts):
         if int(np.sum(c)) != N:
             raise ValueError(f"clique {s}: quantized counts sum to {int(np.sum(c))}, not n_particles={N}")
-    cl = [_Clique(s, cliques[s], centres[s], counts[s], bank, device) for s in range(len(cliques))]
+    if config.ranking == "buckets" and max(B, N) >= 2**24:
+        raise ValueError(
+            f"bucket ranks need max(buckets, particles) < 2**24 for exact float32 counts, got {max(B, N)}; "
+            "lower rank_buckets or use ranking='sort'"
+        )
+    if P > bank.M:
+        raise ValueError(f"projections ({P}) exceed the direction bank's {bank.M} rows")
+    compiled = config.ranking == "buckets" and kernels.use_compiled(config.backend, device)
+    if config.backend == "compiled" and not compiled:
+        raise ValueError("backend='compiled' implements ranking='buckets' only")
+    cl = _Cliques(counts, cliques, centres, bank, P)
     if init is None:
         Xt = torch.rand(d, N, generator=generator).to(device)
     else:
         Xt = init.to(device=device, dtype=torch.float32).clone()
-    m1 = torch.zeros_like(Xt)
-    m2 = torch.zeros_like(Xt)
-    b1, b2 = betas
-    P = int(projections)
-    B = max(1, int(round(rank_buckets * N)))
-    if ranking == "buckets" and P * max(B, N) >= 2**24:
-        raise ValueError(
-            f"bucket ranks need projections * max(buckets, particles) < 2**24 for float32 bucket "
-            f"coordinates, got {P} * {max(B, N)}; lower rank_buckets/projections or use ranking='sort'"
-        )
-    keep_p = 1.0 - drop_fraction
-    ones = torch.ones(P * N, dtype=torch.float32, device=device)
-    trace = OptimizationTrace()
-    step = 0
-    S = len(cl)
-    bs = max(1, min(int(batch_size), S))
-    pen_attrs = None
-    for epoch in range(int(epochs)):
-        t0, c0 = time.perf_counter(), time.process_time()
-        lr_e = lr * lr_gamma ** (epoch // lr_step)
+    seed = int(torch.randint(0, 2**62, (1,), generator=generator))
+    step_fn = _CompiledSteps(cl, Xt, N, B, config) if compiled else _TorchSteps(cl, Xt, N, B, config, device)
+    trace = OptimizationTrace(backend="compiled" if compiled else "torch")
+    thr = kernels.keep_threshold(config.drop_fraction)
+    gamma = config.gamma if penalty is not None else 0.0
+    S, step = cl.S, 0
+    bs = max(1, min(int(config.batch_size), S))
+    rows_high = max(1, bank.M - P + 1)
+    for epoch in range(int(config.epochs)):
+        clock = Stopwatch()
+        lr_e = config.lr * config.lr_gamma ** (epoch // config.lr_step)
         order = torch.randperm(S, generator=generator).tolist()
+        offsets = torch.randint(0, rows_high, (S,), generator=generator).numpy()
+        offsets[cl.k == 1] = 0
         epoch_loss = 0.0
         for start in range(0, S, bs):
-            batch = [cl[i] for i in order[start : start + bs]]
-            attrs = sorted({a for c in batch for a in c.attr_list})
-            if penalty is not None and gamma > 0:
-                if pen_attrs is None:
-                    pen_attrs = penalty(Xt)[0].tolist()
-                attrs = sorted(set(attrs) | set(pen_attrs))
-            row = {a: j for j, a in enumerate(attrs)}
-            A = len(attrs)
-            if drop_fraction > 0:
-                keep = (torch.rand(A, N, generator=generator) < keep_p).to(device)
-            else:
-                keep = torch.ones(A, N, dtype=torch.bool, device=device)
-            grad = torch.zeros(A, N, dtype=torch.float32, device=device)
-            for c in batch:
-                Pc = P if c.k > 1 else 1
-                o = int(torch.randint(0, c.M - Pc + 1, (1,), generator=generator)) if c.M > Pc else 0
-                rows = slice(o, o + Pc)
-                th64 = c.dirs[np.arange(o, o + Pc) % c.dirs.shape[0]]  # (Pc, k)
-                g_rows, U, loss = _clique_gradient(c, Xt, th64, rows, bank, keep, row, N, B, ranking, ones, device, track_loss)
-                epoch_loss += loss
-                for j, a in enumerate(c.attr_list):
-                    grad[row[a]].index_add_(0, U, g_rows[j])
+            batch = np.array(order[start : start + bs], dtype=np.int64)
+            attrs = _batch_attrs(cl, batch)
+            pen = None
             if penalty is not None and gamma > 0:
                 idx, g_pen, _ = penalty(Xt)
-                for j, a in enumerate(idx.tolist()):
-                    grad[row[a]].add_(g_pen[j], alpha=gamma)
+                pen = (idx.tolist(), g_pen)
+                attrs |= set(pen[0])
             step += 1
-            bc1 = 1 - b1**step
-            bc2 = 1 - b2**step
-            for a in attrs:
-                j = row[a]
-                kept = keep[j].nonzero().squeeze(1)
-                g = grad[j].index_select(0, kept)
-                mm = m1[a].index_select(0, kept).mul_(b1).add_(g, alpha=1 - b1)
-                vv = m2[a].index_select(0, kept).mul_(b2).addcmul_(g, g, value=1 - b2)
-                x = Xt[a].index_select(0, kept)
-                x.addcdiv_(mm, (vv / bc2).sqrt_().add_(eps), value=-lr_e / bc1).clamp_(0.0, 1.0)
-                m1[a].index_copy_(0, kept, mm)
-                m2[a].index_copy_(0, kept, vv)
-                Xt[a].index_copy_(0, kept, x)
+            epoch_loss += step_fn(batch, offsets[batch], sorted(attrs), pen, gamma, seed, step, thr, lr_e)
         trace.epochs += 1
         trace.steps = step
-        trace.seconds_per_epoch.append(time.perf_counter() - t0)
-        trace.cpu_seconds_per_epoch.append(time.process_time() - c0)
-        if track_loss:
+        trace.seconds_per_epoch.append(clock.elapsed())
+        trace.cpu_seconds_per_epoch.append(clock.cpu())
+        if config.track_loss:
             trace.loss.append(epoch_loss)
         if callback is not None:
             callback(epoch, Xt)
     return Xt, trace
 
 
-def _clique_gradient(c: _Clique, Xt, th64, rows, bank, keep, row, N, B, ranking, ones, device, track_loss):
-    """Particle-scaled SW2^2 gradient rows (k, |U|) for one clique, for the particles ``U``
-    with a kept entry in one of its attributes (Eq. 8 with bucket or sort ranks)."""
-    P = th64.shape[0]
-    th = torch.as_tensor(th64, dtype=torch.float32, device=device)  # (P, k)
-    lo64 = np.minimum(th64, 0.0).sum(1)
-    hi64 = np.maximum(th64, 0.0).sum(1)
-    span = hi64 - lo64
-    lo64 = lo64 - 1e-6 * span
-    sc64 = B * (1.0 - 1e-6) / (span * (1.0 + 2e-6))
-    bias64 = np.arange(P) * float(B) - lo64 * sc64
-    sc = torch.as_tensor(sc64, dtype=torch.float32, device=device)
-    bias = torch.as_tensor(bias64, dtype=torch.float32, device=device)
-    xc = Xt.index_select(0, c.attrs)  # (k, N)
-    thS = th * sc[:, None]
-    kr = [row[a] for a in c.attr_list]
-    kmask = keep[kr[0]]
-    for r in kr[1:]:
-        kmask = kmask | keep[r]
-    U = kmask.nonzero().squeeze(1)
-    FU = torch.addmm(bias[:, None], thS, xc.index_select(1, U))  # (P, |U|): bucket coordinate + p B
-    # target atoms in sorted order (bank), in the same bucket coordinates
-    order = bank.local_order(c.s, np.arange(rows.start, rows.stop) % bank.M if c.k > 1 else [0] * P).to(device)
-    v = (c.centres @ th.T).T  # (P, K)
-    v_sorted = torch.gather(v, 1, order) * sc[:, None] + bias[:, None]
-    n_sorted = c.counts.index_select(0, order.reshape(-1))
-    targets = torch.repeat_interleave(v_sorted.reshape(-1), n_sorted, output_size=P * N)
-    if ranking == "sort":
-        F = torch.addmm(bias[:, None], thS, xc)
-        perm = torch.argsort(F, dim=1)
-        rank = torch.empty_like(perm)
-        rank.scatter_(1, perm, torch.arange(N, device=device).expand(P, N))
-        rank = rank + torch.arange(P, device=device)[:, None] * N
-        rank_u = rank.index_select(1, U).reshape(-1)
-    else:
-        # counting pass over all particles, ranks only for U
-        K = torch.addmm(bias[:, None], thS, xc).to(torch.int32)
-        cnt = torch.zeros(P * B, dtype=torch.float32, device=device)
-        cnt.index_add_(0, K.view(-1), ones[: P * N])
-        cex = torch.cumsum(cnt, 0).sub_(cnt)
-        kl = FU.to(torch.int32).view(-1)
-        rank_u = torch.addcmul(cex.index_select(0, kl), torch.frac(FU).view(-1), cnt.index_select(0, kl))
-        rank_u = rank_u.to(torch.int32)
-    t = targets.index_select(0, rank_u).view(P, -1)
-    diff = FU - t  # sc_p (z - t)
-    w = (2.0 / P) * th / sc[:, None]  # (P, k)
-    g = w.T @ diff  # (k, |U|)
-    loss = 0.0
-    if track_loss:
-        loss = float(((diff / sc[:, None]) ** 2).mean()) if U.numel() else 0.0
-    return g, U, loss
+def _batch_attrs(cl: _Cliques, batch: np.ndarray) -> set:
+    return {int(a) for s in batch for a in cl.attrs[s, : cl.k[s]]}
+
+
+class _CompiledSteps:
+    """A step by :func:`.kernels.optimization_step`: the batch's cliques, directions and
+    penalty rows as flat arrays, the particles and Adam moments as numpy views."""
+
+    def __init__(self, cl: _Cliques, Xt: torch.Tensor, N: int, B: int, config: OptimizerConfig):
+        self.cl, self.N, self.B, self.config = cl, N, B, config
+        self.X = Xt.numpy()  # shares memory with Xt
+        d = self.X.shape[0]
+        self.m1 = np.zeros_like(self.X)
+        self.m2 = np.zeros_like(self.X)
+        self.grad = np.zeros_like(self.X)
+        self.keep = np.zeros((d, N), dtype=np.uint8)
+        self.cnt = np.zeros(B, dtype=np.int32)
+        self.fbuf = np.zeros(N, dtype=np.float32)
+        kmax = int(cl.K.max())
+        self.side = np.zeros((kmax + 1, 3), dtype=np.int32)
+        self.vs = np.zeros(kmax, dtype=np.float32)
+        self.cum = np.zeros(kmax + 1, dtype=np.int64)
+        self.U = np.zeros(N, dtype=np.int32)
+        self.xU = np.zeros((cl.attrs.shape[1], N), dtype=np.float32)
+        self.gU = np.zeros_like(self.xU)
+        self.fU = np.zeros(N, dtype=np.float32)
+        self.cU = np.zeros(N, dtype=np.int32)
+        self.neg = np.zeros(N, dtype=np.int32)
+        self.no_pen = (np.zeros(0, dtype=np.int64), np.zeros((0, N), dtype=np.float32))
+
+    def __call__(self, batch, offsets, attrs, pen, gamma, seed, step, thr, lr_e) -> float:
+        cl, cfg = self.cl, self.config
+        nb, kmax, Pmax = len(batch), cl.attrs.shape[1], int(cl.P[batch].max())
+        dW = np.zeros((nb, Pmax, kmax), dtype=np.float32)
+        dG = np.zeros_like(dW)
+        dT = np.zeros_like(dW)
+        dB = np.zeros((nb, Pmax), dtype=np.float32)
+        dS = np.ones((nb, Pmax), dtype=np.float32)
+        for c, (s, o) in enumerate(zip(batch, offsets)):
+            W, bias, G, T, sc = _direction_terms(cl.directions(s, o), self.B)
+            p, k = W.shape
+            dW[c, :p, :k], dB[c, :p], dG[c, :p, :k], dT[c, :p, :k], dS[c, :p] = W, bias, G, T, sc
+        pen_attrs, pen_rows = self.no_pen
+        if pen is not None:
+            pen_attrs = np.asarray(pen[0], dtype=np.int64)
+            pen_rows = np.ascontiguousarray(pen[1].detach().cpu().numpy(), dtype=np.float32)
+        b1, b2 = cfg.betas
+        return kernels.optimization_step(
+            self.X, self.m1, self.m2, self.grad, self.keep, seed, step, thr, np.asarray(attrs, dtype=np.int64),
+            cl.attrs[batch], cl.k[batch], cl.P[batch], cl.cell0[batch], cl.K[batch], offsets.astype(np.int64),
+            dW, dB, dG, dT, dS, cl.centres, cl.counts, cl.bank.order,
+            self.B, self.cnt, self.side, self.fbuf, self.vs, self.cum, self.U, self.xU, self.gU, self.fU, self.cU,
+            self.neg,
+            pen_attrs, pen_rows, float(gamma),
+            float(lr_e), float(b1), float(b2), float(cfg.eps), bool(cfg.track_loss),
+        )
+
+
+class _TorchSteps:
+    """A step in torch, marginal by marginal (any device; the reference of the compiled
+    step: the same float32 operations in the same order)."""
+
+    def __init__(self, cl: _Cliques, Xt: torch.Tensor, N: int, B: int, config: OptimizerConfig, device):
+        self.cl, self.Xt, self.N, self.B, self.config, self.device = cl, Xt, N, B, config, device
+        self.m1 = torch.zeros_like(Xt)
+        self.m2 = torch.zeros_like(Xt)
+        self.centres = torch.as_tensor(cl.centres, device=device)
+        self.counts = torch.as_tensor(cl.counts, device=device)
+
+    def __call__(self, batch, offsets, attrs, pen, gamma, seed, step, thr, lr_e) -> float:
+        cl, cfg, N, dev, Xt = self.cl, self.config, self.N, self.device, self.Xt
+        d = Xt.shape[0]
+        keep = torch.as_tensor(kernels.keep_masks(seed, step, attrs, d, N, thr)).to(dev)
+        row = {a: j for j, a in enumerate(attrs)}
+        grad = torch.zeros(len(attrs), N, dtype=torch.float32, device=dev)
+        loss = 0.0
+        for s, o in zip(batch, offsets):
+            k = int(cl.k[s])
+            ca = [int(a) for a in cl.attrs[s, :k]]
+            W, bias, G, T, sc = (torch.as_tensor(x, device=dev) for x in _direction_terms(cl.directions(s, o), self.B))
+            P = W.shape[0]
+            U = keep[[row[a] for a in ca]].any(0).nonzero().squeeze(1)
+            F = Xt[ca[0]][None, :] * W[:, 0:1]
+            for j in range(1, k):
+                F = F + Xt[ca[j]][None, :] * W[:, j : j + 1]
+            F = F + bias[:, None]  # (P, N) bucket coordinates
+            FU = F.index_select(1, U)
+            if cfg.ranking == "sort":
+                rank = torch.empty(F.shape, dtype=torch.long, device=dev)
+                rank.scatter_(1, torch.argsort(F, dim=1), torch.arange(N, device=dev).expand(P, N))
+                rank = rank.index_select(1, U)
+            else:
+                Kb = F.to(torch.int32).long()
+                flat = (Kb + torch.arange(P, device=dev)[:, None] * self.B).reshape(-1)
+                cnt = torch.bincount(flat, minlength=P * self.B).view(P, self.B)
+                cex = (torch.cumsum(cnt, 1) - cnt).float()
+                bU = FU.to(torch.int32).long()
+                rank = torch.gather(cex, 1, bU) + (FU - bU.float()) * torch.gather(cnt.float(), 1, bU)
+                rank = rank.to(torch.int32).long().clamp_(max=N - 1)
+            c0 = int(cl.cell0[s])
+            order = torch.as_tensor(cl.bank.local_order(s, slice(o, o + P)), device=dev) + c0  # (P, K) global cells
+            cent = self.centres[order]  # (P, K, kmax)
+            v = cent[:, :, 0] * T[:, 0:1]
+            for j in range(1, k):
+                v = v + cent[:, :, j] * T[:, j : j + 1]
+            v = v * sc[:, None] + bias[:, None]
+            texp = torch.repeat_interleave(v.reshape(-1), self.counts[order].reshape(-1), output_size=P * N).view(P, N)
+            diff = FU - torch.gather(texp, 1, rank)
+            for j, a in enumerate(ca):  # summed over the directions (in order), then added to the row
+                acc = torch.zeros(U.numel(), dtype=torch.float32, device=dev)
+                for p in range(P):
+                    acc = acc + G[p, j] * diff[p]
+                grad[row[a]].index_add_(0, U, acc)
+            if cfg.track_loss and U.numel():
+                loss += float(((diff / sc[:, None]) ** 2).double().sum()) / (P * U.numel())
+        if pen is not None:
+            for j, a in enumerate(pen[0]):
+                grad[row[a]].add_(pen[1][j], alpha=gamma)
+        b1, b2 = cfg.betas
+        bc1, bc2 = 1.0 - b1**step, 1.0 - b2**step
+        val = -lr_e / bc1
+        for a in attrs:  # SparseAdam on the kept entries, clipped to [0, 1]
+            kept = keep[row[a]].nonzero().squeeze(1)
+            g = grad[row[a]].index_select(0, kept)
+            mm = self.m1[a].index_select(0, kept) * b1 + g * (1.0 - b1)
+            vv = self.m2[a].index_select(0, kept) * b2 + (g * (1.0 - b2)) * g
+            x = Xt[a].index_select(0, kept) + (mm * val) / ((vv / bc2).sqrt() + cfg.eps)
+            self.m1[a].index_copy_(0, kept, mm)
+            self.m2[a].index_copy_(0, kept, vv)
+            Xt[a].index_copy_(0, kept, x.clamp_(0.0, 1.0))
+        return loss

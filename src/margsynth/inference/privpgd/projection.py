@@ -20,25 +20,25 @@ iteration uses 200 projections (a random block of consecutive rows of a
 Gradient (closed form, no autograd). With ``w_r = sign(D_r) gap_r``,
 ``dW_1/d(p - y)_(j) = sum_{r >= j} w_r`` (a suffix sum); subtracting a constant per
 clique does not change the softmax gradient ``p * (g - <p, g>)``, so we use
-``-sum_{r < j} w_r``. All cliques and all projections of an iteration are processed
-as rows of one flat tensor (cells of all cliques concatenated, one separator slot per
-clique that cancels the previous clique's running sum), in chunks of rows with
-preallocated buffers: five passes (gather, prefix sum, copysign, prefix sum,
-scatter-add) per cell and projection, no Python loop over marginals.
+``-sum_{r < j} w_r``. All cliques of an iteration are processed at once, no Python loop
+over marginals: on the CPU by the compiled loop of :func:`.kernels.projection_run` (one
+fused pass per cell and direction: gather, running sums, scatter), elsewhere (GPUs,
+``MARGSYNTH_NUMBA=0``) by torch over the bank's rows in chunks, the cells of all cliques
+side by side, each prefix sum restarted at its clique by subtracting the clique's
+starting value (five passes: gather, prefix sum, copysign, prefix sum, scatter-add).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 import torch
 
+from . import kernels
 from .slicing import DirectionBank
 
 __all__ = ["init_measure", "project_measures", "sliced_w1_bank"]
-
 
 def init_measure(y: np.ndarray) -> np.ndarray:
     """Initialisation of §4.1: negative weights set to zero, then normalised (uniform if
@@ -49,7 +49,7 @@ def init_measure(y: np.ndarray) -> np.ndarray:
 
 
 class _Flat:
-    """Per-clique bookkeeping over the bank's flat layout, on one device."""
+    """The bank's rows on one device, with each clique's segment bookkeeping (torch code)."""
 
     def __init__(self, bank: DirectionBank, device: torch.device):
         self.bank = bank
@@ -57,56 +57,57 @@ class _Flat:
         self.n_cells = bank.n_cells
         self.S = len(bank.dirs)
         sizes = np.diff(bank.cell_offsets)
-        self.seg_id = torch.as_tensor(np.repeat(np.arange(self.S), sizes), device=device)
-        self.perm = bank.perm.to(device)
-        self.gap = bank.gap.to(device)
-        self.M, self.L = self.perm.shape
-        self.seg_of_pos = torch.as_tensor(np.repeat(np.arange(self.S), np.diff(bank.seg_offsets)), device=device)
+        seg = np.repeat(np.arange(self.S), sizes)
+        self.seg_id = torch.as_tensor(seg, device=device)
+        self.start = torch.as_tensor(bank.cell_offsets[:-1], device=device)
+        starts = np.repeat(bank.cell_offsets[:-1], sizes)
+        self.perm = torch.as_tensor(bank.order.astype(np.int32) + starts.astype(np.int32)[None, :], device=device)
+        self.gap = torch.as_tensor(bank.gap, device=device)
+        self.M = bank.M
 
     def segment_sum(self, x: torch.Tensor) -> torch.Tensor:
         out = torch.zeros(self.S, dtype=x.dtype, device=x.device)
         return out.index_add_(0, self.seg_id, x)
 
     def softmax(self, logits: torch.Tensor) -> torch.Tensor:
-        mx = torch.full((self.S,), -math.inf, dtype=logits.dtype, device=logits.device)
+        mx = torch.full((self.S,), -torch.inf, dtype=logits.dtype, device=logits.device)
         mx = mx.scatter_reduce(0, self.seg_id, logits, reduce="amax")
         e = torch.exp(logits - mx[self.seg_id])
         return e / self.segment_sum(e)[self.seg_id]
 
-    def extended(self, delta: torch.Tensor) -> torch.Tensor:
-        """``delta`` followed by the separators ``-total(previous clique)``."""
-        tot = self.segment_sum(delta)
-        sep = torch.zeros(self.S, dtype=delta.dtype, device=delta.device)
-        sep[1:] = -tot[:-1]
-        return torch.cat([delta, sep])
+    def restart(self, c: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """Row-wise prefix sums ``c`` of ``x`` restarted at every clique."""
+        base = c.index_select(1, self.start) - x.index_select(1, self.start)
+        return c - base.index_select(1, self.seg_id)
 
 
-def sliced_w1_bank(flat: _Flat, delta_ext: torch.Tensor, rows: slice) -> np.ndarray:
+def _prefix_rows(flat: _Flat, delta: torch.Tensor, rows: slice) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(perm, D)`` for the bank rows ``rows``: the global cell index at every sorted
+    position and Eq. 3's running sum ``D_r`` of ``delta`` within each clique."""
+    pm = flat.perm[rows]
+    g = delta.index_select(0, pm.reshape(-1)).view(pm.shape)
+    return pm, flat.restart(torch.cumsum(g, 1), g)
+
+
+def sliced_w1_bank(flat: _Flat, delta: torch.Tensor, rows: slice) -> np.ndarray:
     """Per-clique mean over ``rows`` of Eq. 3's ``W_1`` for the signed measures ``delta``."""
-    perm = flat.perm[rows]
-    g = delta_ext.index_select(0, perm.reshape(-1)).view(perm.shape)
-    d = torch.cumsum(g, 1)
-    contrib = (d.abs() * flat.gap[rows]).sum(0)  # (L,)
-    out = torch.zeros(flat.S, dtype=contrib.dtype, device=contrib.device).index_add_(0, flat.seg_of_pos, contrib)
-    return (out / perm.shape[0]).double().cpu().numpy()
+    _, D = _prefix_rows(flat, delta, rows)
+    contrib = (D.abs() * flat.gap[rows]).sum(0)
+    out = torch.zeros(flat.S, dtype=contrib.dtype, device=contrib.device).index_add_(0, flat.seg_id, contrib)
+    return (out / D.shape[0]).double().cpu().numpy()
 
 
-def _bank_w1_grad(flat: _Flat, dext, o: int, P: int, R: int, buf_a, buf_b, grad_ext) -> torch.Tensor:
-    """``grad_ext[j] = -sum_rows W_{pos(j)-1}``: the gradient of ``sum_rows W_1`` (rows
-    ``o .. o+P-1``) w.r.t. the extended signed measure, up to a constant per clique."""
-    grad_ext.zero_()
+def _bank_w1_grad(flat: _Flat, delta: torch.Tensor, o: int, P: int, R: int, grad: torch.Tensor) -> torch.Tensor:
+    """``grad[j] = -sum_rows W_{pos(j)-1}`` (``W`` restarted at every clique): the gradient
+    of ``sum_rows W_1`` (rows ``o .. o+P-1``) w.r.t. the signed measure, up to a constant
+    per clique; ``R`` rows at a time."""
+    grad.zero_()
     for c in range(o, o + P, R):
-        r = min(R, o + P - c)
-        n = r * flat.L
-        pm = flat.perm[c : c + r].reshape(-1)
-        a = buf_a[:n].view(r, flat.L)
-        b = buf_b[:n].view(r, flat.L)
-        torch.index_select(dext, 0, pm, out=buf_a[:n])
-        torch.cumsum(a, 1, out=b)  # D_r
-        torch.copysign(flat.gap[c : c + r], b, out=a)  # w_r = sign(D_r) gap_r
-        torch.cumsum(a, 1, out=b)  # W_r = sum_{r'<=r} w_r'
-        grad_ext.index_add_(0, pm[1:], buf_b[: n - 1], alpha=-1.0)  # -W_{j-1} at position j
-    return grad_ext
+        pm, D = _prefix_rows(flat, delta, slice(c, min(c + R, o + P)))
+        w = torch.copysign(flat.gap[c : c + pm.shape[0]], D)
+        W = flat.restart(torch.cumsum(w, 1), w) - w  # W_{r-1} at position r
+        grad.index_add_(0, pm.reshape(-1), W.reshape(-1), alpha=-1.0)
+    return grad
 
 
 def project_measures(
@@ -123,6 +124,7 @@ def project_measures(
     chunk_rows: int = 25,
     betas: tuple[float, float] = (0.9, 0.999),
     eps: float = 1e-8,
+    backend: str = "auto",
 ) -> tuple[list[np.ndarray], dict]:
     """Solve Eq. 5 for every clique at once; returns the probability vectors (float64,
     summing to 1, in the cliques' cell order) and diagnostics (``sw1_init``/``sw1_final``:
@@ -130,37 +132,70 @@ def project_measures(
 
     ``targets[s]`` is the signed measure of clique ``s`` (length ``K_s``, any total mass).
     Randomness: the block offsets are drawn from ``generator`` (a CPU torch.Generator),
-    so CPU and GPU runs use the same directions.
+    so CPU and GPU runs use the same directions. ``backend``:
+    ``"auto"``, ``"compiled"`` or ``"torch"`` (:func:`.kernels.use_compiled`); both compute the
+    same iterations in float32.
     """
     device = torch.device(device)
-    flat = _Flat(bank, device)
-    if len(targets) != flat.S:
-        raise ValueError(f"{len(targets)} targets for a bank of {flat.S} cliques")
+    S = len(bank.dirs)
+    if len(targets) != S:
+        raise ValueError(f"{len(targets)} targets for a bank of {S} cliques")
     y64 = np.concatenate([np.asarray(t, dtype=np.float64).ravel() for t in targets])
-    if y64.size != flat.n_cells:
-        raise ValueError(f"targets have {y64.size} cells in total, the bank {flat.n_cells}")
+    if y64.size != bank.n_cells:
+        raise ValueError(f"targets have {y64.size} cells in total, the bank {bank.n_cells}")
     if not np.all(np.isfinite(y64)):
         raise ValueError("targets contain non-finite values")
-    y = torch.as_tensor(y64, dtype=torch.float32, device=device)
+    compiled = kernels.use_compiled(backend, device)
     p0 = np.concatenate([init_measure(t) for t in targets])
+    P = min(int(projections), bank.M)
+    offsets = torch.randint(0, bank.M - P + 1, (int(iters),), generator=generator)
+    if compiled:
+        u, sw_init, sw_final = _project_compiled(y64, p0, bank, offsets.numpy(), P, lr, lr_step, lr_gamma, betas, eps)
+    else:
+        u, sw_init, sw_final = _project_torch(y64, p0, bank, offsets.tolist(), P, lr, lr_step, lr_gamma, betas, eps,
+                                              device, chunk_rows)
+    out = []
+    for s in range(S):
+        seg = u[bank.cell_offsets[s] : bank.cell_offsets[s + 1]]
+        out.append(seg / seg.sum())
+    return out, {"sw1_init": sw_init, "sw1_final": sw_final}
+
+
+def _project_compiled(y64, p0, bank, offsets, P, lr, lr_step, lr_gamma, betas, eps):
+    n = bank.n_cells
+    off = bank.cell_offsets
+    y = y64.astype(np.float32)
+    logits = np.log(p0.astype(np.float32) + np.float32(1e-9))
+    m1, m2, u, delta, grad = (np.zeros(n, dtype=np.float32) for _ in range(5))
+    sw_init, sw_final = np.zeros(len(bank.dirs)), np.zeros(len(bank.dirs))
+
+    def run(its: np.ndarray) -> None:  # ``its`` iterations, then u = softmax(logits)
+        kernels.projection_run(logits, y, bank.order, bank.gap, off, its, P, float(lr), int(lr_step), float(lr_gamma),
+                               float(betas[0]), float(betas[1]), float(eps), m1, m2, u, delta, grad)
+
+    run(np.zeros(0, dtype=np.int64))
+    kernels.sliced_w1(bank.order, bank.gap, off, u - y, 0, P, sw_init)
+    run(offsets.astype(np.int64))
+    kernels.sliced_w1(bank.order, bank.gap, off, u - y, 0, P, sw_final)
+    return u.astype(np.float64), sw_init, sw_final
+
+
+def _project_torch(y64, p0, bank, offsets, P, lr, lr_step, lr_gamma, betas, eps, device, chunk_rows):
+    flat = _Flat(bank, device)
+    y = torch.as_tensor(y64, dtype=torch.float32, device=device)
     logits = torch.log(torch.as_tensor(p0, dtype=torch.float32, device=device) + 1e-9)
-    P = min(int(projections), flat.M)
     R = max(1, min(int(chunk_rows), P))
-    buf_a = torch.empty(R * flat.L, dtype=torch.float32, device=device)
-    buf_b = torch.empty(R * flat.L, dtype=torch.float32, device=device)
-    grad_ext = torch.zeros(flat.L, dtype=torch.float32, device=device)
+    grad = torch.zeros(flat.n_cells, dtype=torch.float32, device=device)
     m1 = torch.zeros_like(logits)
     m2 = torch.zeros_like(logits)
     b1, b2 = betas
     diag_rows = slice(0, P)
     with torch.no_grad():
-        sw_init = sliced_w1_bank(flat, flat.extended(flat.softmax(logits) - y), diag_rows)
-        offsets = torch.randint(0, flat.M - P + 1, (int(iters),), generator=generator).tolist()
+        sw_init = sliced_w1_bank(flat, flat.softmax(logits) - y, diag_rows)
         for it, o in enumerate(offsets):
             u = flat.softmax(logits)
-            dext = flat.extended(u - y)
-            _bank_w1_grad(flat, dext, o, P, R, buf_a, buf_b, grad_ext)
-            g = grad_ext[: flat.n_cells] / P
+            _bank_w1_grad(flat, u - y, o, P, R, grad)
+            g = grad / P
             g = u * (g - flat.segment_sum(u * g)[flat.seg_id])  # softmax backward
             lr_t = lr * lr_gamma ** (it // lr_step)
             t = it + 1
@@ -169,13 +204,8 @@ def project_measures(
             denom = (m2 / (1 - b2**t)).sqrt_().add_(eps)
             logits.addcdiv_(m1, denom, value=-lr_t / (1 - b1**t))
         u = flat.softmax(logits)
-        sw_final = sliced_w1_bank(flat, flat.extended(u - y), diag_rows)
-    u64 = u.double().cpu().numpy()
-    out = []
-    for s in range(flat.S):
-        seg = u64[bank.cell_offsets[s] : bank.cell_offsets[s + 1]]
-        out.append(seg / seg.sum())
-    return out, {"sw1_init": sw_init, "sw1_final": sw_final}
+        sw_final = sliced_w1_bank(flat, u - y, diag_rows)
+    return u.double().cpu().numpy(), sw_init, sw_final
 
 
 def make_consistent(probs: Sequence[np.ndarray], cliques: Sequence[Sequence[int]], sizes: Sequence[int],

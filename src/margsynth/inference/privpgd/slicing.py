@@ -26,7 +26,7 @@ drawing a random block of ``P`` consecutive rows is a randomised quasi-Monte-Car
 estimate of the integral over the circle. For ``k = 1`` the single direction is
 ``+1``; for ``k >= 3`` the rows are i.i.d. uniform on the sphere.
 
-This module imports torch only for the tensors the bank hands out.
+This module is numpy-only, except :func:`w2_squared_sorted`, which also takes torch tensors.
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+
+from . import kernels
 
 __all__ = [
     "DirectionBank",
@@ -131,69 +133,56 @@ def _wp_1d(u, v, a, b, p):
 class DirectionBank:
     """``M`` directions per clique with precomputed sort orders, in one flat layout.
 
-    Layout: the cells of all cliques are numbered globally (``cell_offsets[s]`` is the
-    first cell of clique ``s``); every clique additionally owns one *separator* slot
-    with global number ``n_cells + s``. Row ``m`` of :attr:`perm` lists, clique after
-    clique, the separator of the clique followed by its cells sorted by their projection
-    on the clique's ``m``-th direction; :attr:`gap` holds, at the same positions, the
-    gap to the next sorted projection (0 on separators and on each clique's last cell).
-    A prefix sum along a row therefore restarts at every clique when the separators
-    carry minus the previous clique's total (see :mod:`.projection`).
+    Layout: the cells of all cliques are numbered globally, clique after clique
+    (``cell_offsets[s]`` is the first cell of clique ``s``). Row ``m`` of :attr:`order`
+    holds, in clique ``s``'s columns ``cell_offsets[s] .. cell_offsets[s + 1] - 1``, the
+    clique's *local* cell indices sorted by their projection on the clique's ``m``-th
+    direction; :attr:`gap` holds, at the same positions, the gap to the next sorted
+    projection (0 at each clique's last cell). Local indices fit 16 bits for cliques of
+    up to 65,536 cells (``order`` is then uint16, else int32): the bank is read once per
+    projection iteration, so its size is its cost.
 
-    Attributes: ``dirs[s]`` (``(M_s, k_s)`` float64), ``perm`` (``(M, L)`` int32),
-    ``gap`` (``(M, L)`` float32), ``seg_offsets`` (``S + 1`` row positions),
-    ``cell_offsets`` (``S + 1``), ``M`` (rows; cliques with fewer distinct directions,
-    e.g. 1-way ones, repeat theirs).
+    Attributes: ``dirs[s]`` (``(M_s, k_s)`` float64), ``order`` (``(M, n_cells)`` numpy
+    uint16/int32), ``gap`` (``(M, n_cells)`` numpy float32), ``cell_offsets`` (``S + 1``),
+    ``M`` (rows; cliques with fewer distinct directions, e.g. 1-way ones, repeat theirs).
     """
 
     dirs: list
-    perm: torch.Tensor
-    gap: torch.Tensor
-    seg_offsets: np.ndarray
+    order: np.ndarray
+    gap: np.ndarray
     cell_offsets: np.ndarray
     M: int
 
     @classmethod
     def build(cls, centres: Sequence[np.ndarray], m: int, rng: np.random.Generator) -> DirectionBank:
         """Draw the directions (:func:`directions`) and sort every clique's projected
-        centres once per direction (numpy argsort, stable)."""
+        centres once per direction (:func:`.kernels.bank_rows`: stable sorts)."""
         sizes = [c.shape[0] for c in centres]
-        n_cells = int(np.sum(sizes))
-        S = len(centres)
-        L = n_cells + S
-        perm = np.empty((m, L), dtype=np.int32)
-        gap = np.zeros((m, L), dtype=np.float32)
-        seg_offsets = np.zeros(S + 1, dtype=np.int64)
-        cell_offsets = np.zeros(S + 1, dtype=np.int64)
+        cell_offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        n_cells = int(cell_offsets[-1])
+        order = np.empty((m, n_cells), dtype=np.uint16 if max(sizes, default=0) <= 65536 else np.int32)
+        gap = np.zeros((m, n_cells), dtype=np.float32)
         dirs = []
-        pos = 0
         for s, c in enumerate(centres):
-            K = c.shape[0]
+            a, b = cell_offsets[s], cell_offsets[s + 1]
             ds = directions(c.shape[1], m, rng)
             dirs.append(ds)
-            rows = np.arange(m) % ds.shape[0]
-            proj = c @ ds.T  # (K, M_s)
-            order = np.argsort(proj, axis=0, kind="stable")  # (K, M_s)
-            sorted_proj = np.take_along_axis(proj, order, axis=0)
-            seg_offsets[s] = pos
-            cell_offsets[s + 1] = cell_offsets[s] + K
-            perm[:, pos] = n_cells + s
-            perm[:, pos + 1 : pos + 1 + K] = (order[:, rows] + cell_offsets[s]).T
-            gap[:, pos + 1 : pos + K] = np.diff(sorted_proj, axis=0)[:, rows].T
-            pos += K + 1
-        seg_offsets[S] = pos
-        return cls(dirs, torch.from_numpy(perm), torch.from_numpy(gap), seg_offsets, cell_offsets, m)
+            Ms = ds.shape[0]
+            kernels.bank_rows(ds, np.asarray(c, dtype=np.float64), order[:Ms, a:b], gap[:Ms, a:b])
+            for r in range(Ms, m, Ms):  # fewer distinct directions (a 1-way marginal): rows repeat
+                order[r : r + Ms, a:b] = order[: min(Ms, m - r), a:b]
+                gap[r : r + Ms, a:b] = gap[: min(Ms, m - r), a:b]
+        return cls(dirs, order, gap, cell_offsets, m)
 
     @property
     def n_cells(self) -> int:
         return int(self.cell_offsets[-1])
 
-    def local_order(self, s: int, rows: slice | np.ndarray) -> torch.Tensor:
-        """``(len(rows), K_s)`` int64: clique ``s``'s cell indices (local) in sorted order."""
-        a, b = int(self.seg_offsets[s]) + 1, int(self.seg_offsets[s + 1])
-        if not isinstance(rows, slice):
-            rows = torch.as_tensor(np.asarray(rows, dtype=np.int64))
-        return self.perm[rows, a:b].long() - int(self.cell_offsets[s])
+    def local_order(self, s: int, rows) -> np.ndarray:
+        """``(len(rows), K_s)`` int64: clique ``s``'s cell indices (local) in sorted order,
+        for the rows ``rows`` (a slice or integer indices)."""
+        a, b = int(self.cell_offsets[s]), int(self.cell_offsets[s + 1])
+        return self.order[rows, a:b].astype(np.int64)
 
     def nbytes(self) -> int:
-        return self.perm.numel() * 4 + self.gap.numel() * 4
+        return self.order.nbytes + self.gap.nbytes
