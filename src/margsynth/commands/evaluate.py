@@ -2,6 +2,7 @@
 
     margsynth evaluate --dataset NAME|CSV [--domain JSON | --schema SCHEMA.json] --synthetic PATH
                      [--metrics LIST] [--seed S] [--json] [--allow-surrogate] [--data-dictionary JSON]
+                     [--memory-limit MB]
 
 ``--metrics`` is a comma-separated list of metric names (default: ``tv-1way, tv-2way,
 tv-3way, nist-3way, nist-conjunctions, nist-target``; also ``downstream, covariance,
@@ -22,20 +23,62 @@ kept) and need no schema: ``--dataset`` a registered NIST excerpt (``ma2018``, `
 by the excerpts' data dictionary (``--data-dictionary``, default the registered one); see
 :mod:`margsynth.metrics.kmarginal`. A synthetic column that SDNist would drop (values that do
 not fit the dictionary) is dropped and named on stderr.
+
+Before any metric runs, the largest marginal each asks for (the ``k``-way marginals of
+``tv-kway`` and ``sw-2way``, the 3-way ones of the NIST criteria) is checked against
+``--memory-limit`` (:data:`SCORE_BYTES` per cell), and so are the schema's bins: a
+domain too large to score is refused by name instead of running out of memory.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
 from ..data import NIST_EXCERPTS, load_data_dictionary, load_raw, read_data_dictionary
 from ..data.fetch import DataUnavailableError
+from ..mechanisms.base import MemoryLimitError, current_memory_limit, largest
 from ..metrics.kmarginal import RAW_METRICS, evaluate_raw
 from ..metrics.suite import DEFAULT_METRICS, evaluate, get_metric
 from ..tabular.scoring import encode_pair
-from ._inputs import check_input_file, raw_input, read_csv_dataset, read_raw_csv, read_schema, resolve_dataset
+from ._inputs import (
+    check_input_file,
+    memory_budget,
+    raw_input,
+    read_csv_dataset,
+    read_raw_csv,
+    read_schema,
+    resolve_dataset,
+)
 from ._outputs import dumps_strict
+
+#: Bytes per cell held while one marginal is scored: the real and the synthetic tables and
+#: the temporaries of their distance (about 64 measured for a total-variation distance).
+SCORE_BYTES = 64
+#: The order of the largest marginal each metric tabulates (the others work on records).
+MARGINAL_ORDER = {"tv-1way": 1, "tv-2way": 2, "tv-3way": 3, "sw-2way": 2, "nist-3way": 3, "nist-target": 3,
+                  "nist-income-inequality": 3}  # fmt: skip
+
+
+def check_scoring_sizes(domain, metrics: list[str], what: str) -> None:
+    """:class:`~margsynth.mechanisms.base.MemoryLimitError` naming the metric, the attributes
+    and the size when the largest marginal one of ``metrics`` tabulates over ``domain``
+    (:data:`MARGINAL_ORDER`), :data:`SCORE_BYTES` a cell, does not fit the memory limit."""
+    limit = current_memory_limit()
+    for m in metrics:
+        k = MARGINAL_ORDER.get(m)
+        if k is None:
+            continue
+        attrs = largest(domain, k)
+        cells = math.prod(int(domain[a].size) for a in attrs)
+        if cells * SCORE_BYTES > limit * 2**20:
+            sizes = ", ".join(f"{a}={domain[a].size:,}" for a in attrs)
+            raise MemoryLimitError(
+                f"{what}: metric {m!r} tabulates the marginal over {attrs} ({sizes}): {cells:,} cells, about "
+                f"{cells * SCORE_BYTES / 2**20:,.0f} MiB to score, more than the {limit:,.0f} MiB memory limit; "
+                "expected fewer bins or categories, or other --metrics"
+            )
 
 
 def _raw_pair(args):
@@ -63,13 +106,13 @@ def _metric_names(args) -> list[str]:
         return ["nist-kmarginal"] if args.schema is None else [*DEFAULT_METRICS, "nist-kmarginal"]
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     if not metrics:
-        raise ValueError("--metrics is empty")
+        raise ValueError(f"--metrics {args.metrics!r} names no metric; expected a comma-separated list of metric names")
     for m in metrics:
         if m not in RAW_METRICS:
             try:
                 get_metric(m)
             except ValueError as exc:
-                raise ValueError(f"{exc}, {', '.join(RAW_METRICS)}") from None
+                raise ValueError(f"--metrics {args.metrics!r}: {exc}, {', '.join(RAW_METRICS)}") from None
     encoded = [m for m in metrics if m not in RAW_METRICS]
     if encoded and len(encoded) < len(metrics) and args.schema is None:
         raw = [m for m in metrics if m in RAW_METRICS]
@@ -123,6 +166,11 @@ def _raw_metrics(args, names: list[str]) -> dict[str, float]:
 
 
 def _main(args) -> int:
+    with memory_budget(args.memory_limit):
+        return _evaluate(args)
+
+
+def _evaluate(args) -> int:
     metrics = _metric_names(args)
     encoded = [m for m in metrics if m not in RAW_METRICS]
     raw = [m for m in metrics if m in RAW_METRICS]
@@ -135,7 +183,11 @@ def _main(args) -> int:
         else:
             check_input_file("--synthetic", args.synthetic, "a CSV file of integer codes")
             real = resolve_dataset(args.dataset, args.domain, allow_surrogate=args.allow_surrogate).dataset
+            if len(real) == 0:
+                raise ValueError(f"--dataset {args.dataset!r} has no rows; expected at least one record")
             synth = read_csv_dataset("--synthetic", args.synthetic, real.domain)
+        what = f"--schema {args.schema!r}" if args.schema is not None else f"--dataset {args.dataset!r}"
+        check_scoring_sizes(real.domain, encoded, what)
         values = {**evaluate(real, synth, encoded, seed=args.seed), **values}
     if args.json:
         print(dumps_strict(values, prog="margsynth evaluate"))

@@ -12,7 +12,17 @@ Help texts are plain text (no markup): argparse prints them as they are.
 
 from __future__ import annotations
 
-from ._args import DELTA_MIN, EPSILON_RANGE, count_arg, delta_arg, epsilon_arg, seed_arg, share_arg
+from ._args import (
+    DEFAULT_MEMORY_LIMIT_MB,
+    DELTA_MIN,
+    EPSILON_RANGE,
+    count_arg,
+    delta_arg,
+    epsilon_arg,
+    memory_arg,
+    seed_arg,
+    share_arg,
+)
 
 __all__ = ["COMMANDS", "DESCRIPTION", "MECHANISMS", "add_commands"]
 
@@ -33,6 +43,16 @@ def _allow_surrogate(parser) -> None:
         action="store_true",
         help="if a registered dataset's real files are absent and cannot be fetched, run on its deterministic "
         "surrogate (same schema, not the data) instead of stopping",
+    )
+
+
+def _memory_limit(parser, what: str) -> None:
+    parser.add_argument(
+        "--memory-limit",
+        type=memory_arg,
+        metavar="MB",
+        help=f"memory budget in MiB that every size is checked against before any work ({what}); "
+        f"default {DEFAULT_MEMORY_LIMIT_MB}",
     )
 
 
@@ -81,6 +101,7 @@ def _mgd(sub) -> None:
                    "the schema's, numeric bins ordinal, categories flat)")
     p.add_argument("--seed", type=seed_arg, default=0, help="seed of the range queries (Baltimore presets)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    _memory_limit(p, "the schema's bins, each marginal's table and its AEMC problem")
     _allow_surrogate(p)
     p.set_defaults(handler="run")
 
@@ -135,6 +156,8 @@ def _synth(sub) -> None:
         help="also save the fitted model (mechanisms that generate with Private-PGM) to PATH (.npz), "
         "from which margsynth sample draws more records at no privacy cost",
     )
+    _memory_limit(p, "records, attributes and their pairs, marginal tables, the schema's bins; before any privacy "
+                  "charge")
     _allow_surrogate(p)
     p.set_defaults(handler="_main")
 
@@ -150,6 +173,7 @@ def _sample(sub) -> None:
     p.add_argument("--n", type=count_arg, metavar="N", help="number of records (default: as many as the run made)")
     p.add_argument("--seed", type=seed_arg, default=0, metavar="S", help="seed of the sampler, an integer >= 0 (default 0)")
     p.add_argument("--out", required=True, metavar="PATH", help="output CSV; the sidecar goes to PATH.json")
+    _memory_limit(p, "the model file's arrays before they are read, and the records")
     p.set_defaults(handler="_main")
 
 
@@ -183,6 +207,7 @@ def _evaluate(sub) -> None:
     )
     p.add_argument("--seed", type=seed_arg, default=0, metavar="S", help="seed of randomised metrics (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object {metric: value}")
+    _memory_limit(p, "the schema's bins and each marginal the metrics tabulate")
     _allow_surrogate(p)
     p.set_defaults(handler="_main")
 

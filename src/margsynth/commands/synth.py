@@ -44,12 +44,12 @@ from ..data.registry import dataset_info
 from ..mechanisms import registry  # the module: its functions are looked up when called (tests spy on them)
 from ..mechanisms.base import check_privacy_params, check_seed
 from ..mechanisms.sampler import pgm_mechanisms, unsavable_reason
-from ..model_file import SavedModel
+from ..model_file import SavedModel, is_model_file
 from ..tabular import TableError, describe, encoder_of, prepare, sidecar
 from ..timing import Stopwatch
 from ._args import check_budget
-from ._inputs import check_input_file, file_sha256, is_file_arg, raw_input, read_schema, resolve_dataset
-from ._outputs import OutputPair, check_out, dumps_strict, json_default, sidecar_path
+from ._inputs import check_input_file, file_sha256, is_file_arg, memory_budget, raw_input, read_schema, resolve_dataset
+from ._outputs import OutputPair, check_out, dumps_strict, json_default, mark_sidecar, sidecar_path
 
 __all__ = ["check_save_model", "load_dataset", "model_bytes", "run_synth"]
 
@@ -88,6 +88,25 @@ def _parse_params(items: list[str]) -> dict:
     return out
 
 
+def _option_of(params: dict, message: str) -> str:
+    """The options that set the hyperparameters a refusal of ``registry.create`` is about:
+    ``--preset NAME`` and/or ``--param KEY=VALUE`` (all of them when the message names none)."""
+    named = [k for k in params if k in message] or list(params)
+    return " ".join(f"--preset {params[k]!r}" if k == "preset" else f"--param {k}={params[k]!r}" for k in named)
+
+
+def _create(mechanism: str, params: dict):
+    """``registry.create(mechanism, **params)``; a refusal names MECHANISM, ``--preset`` or ``--param``."""
+    try:
+        registry.spec(mechanism)
+    except ValueError as exc:
+        raise ValueError(f"MECHANISM {mechanism!r}: {exc}") from None
+    try:
+        return registry.create(mechanism, **params)
+    except ValueError as exc:
+        raise ValueError(f"{_option_of(params, str(exc))}: {exc}") from None
+
+
 def _input_paths(dataset: str, domain: str | None, public: str | None) -> dict[str, Path]:
     """Every file the run reads, by the option that names it (for the output-path checks)."""
     out: dict[str, Path] = {}
@@ -120,6 +139,7 @@ def run_synth(
     schema: str | None = None,
     save_model: str | None = None,
     preprocessing_share: float | None = None,
+    memory_limit_mb: float | None = None,
 ) -> dict:
     """The work of ``margsynth synth`` (callable from Python); returns the sidecar dict.
     ``device`` is passed to the mechanism's ``run`` (only mechanisms that take one).
@@ -127,9 +147,37 @@ def run_synth(
     run stops (``ValueError``) unless ``allow_surrogate``, and the sidecar says which
     (``"data_source"``) and carries the SHA-256 of every input file. ``schema``: the
     dataset is a raw CSV described by it (:func:`margsynth.tabular.synthesize`);
-    ``save_model``: also write the fitted model there (:class:`~margsynth.model_file.SavedModel`)."""
+    ``save_model``: also write the fitted model there (:class:`~margsynth.model_file.SavedModel`);
+    ``memory_limit_mb``: the memory budget every size is checked against before any charge
+    (``None``: :data:`~margsynth.mechanisms.base.MEMORY_LIMIT_MB`)."""
+    with memory_budget(memory_limit_mb):
+        return _run_synth(mechanism, dataset, epsilon=epsilon, delta=delta, out=out, seed=seed, domain=domain,
+                          public=public, params=params, device=device, allow_surrogate=allow_surrogate, schema=schema,
+                          save_model=save_model, preprocessing_share=preprocessing_share)  # fmt: skip
+
+
+def _run_synth(
+    mechanism: str,
+    dataset: str,
+    *,
+    epsilon: float,
+    delta: float,
+    out: str,
+    seed: int,
+    domain: str | None,
+    public: str | None,
+    params: dict | None,
+    device: str | None,
+    allow_surrogate: bool,
+    schema: str | None,
+    save_model: str | None,
+    preprocessing_share: float | None,
+) -> dict:
     # --- validate everything before any noise is drawn
-    s = registry.spec(mechanism)
+    try:
+        s = registry.spec(mechanism)
+    except ValueError as exc:
+        raise ValueError(f"MECHANISM {mechanism!r}: {exc}") from None
     check_budget(epsilon, delta)
     check_privacy_params(epsilon, delta)
     check_seed(seed, "--seed")
@@ -159,7 +207,7 @@ def run_synth(
             )
     elif s.needs_public:
         raise ValueError(f"mechanism {mechanism!r} needs a public dataset: pass --public NAME|CSV")
-    mech = registry.create(mechanism, **(params or {}))
+    mech = _create(mechanism, params or {})
     if device is not None:
         if "device" not in inspect.signature(mech.synthesize).parameters:
             raise ValueError(f"mechanism {mechanism!r} takes no --device")
@@ -193,6 +241,7 @@ def run_synth(
             }
         )
         side["margsynth_version"] = __version__
+        side = mark_sidecar(side)
         frame = result.synthetic.df
         order = _input_columns(dataset)
         if order is not None and set(order) == set(frame.columns):
@@ -242,6 +291,7 @@ def _run_raw(
     path = check_out(out, inputs_read)
     sch = read_schema("--schema", schema)
     kw = {} if preprocessing_share is None else {"preprocessing_share": preprocessing_share}
+    _create(mechanism, params or {})  # a bad --param or --preset named before the table is checked
     try:  # every check of the run: cells, hyperparameters, the mechanism's own, before any noise
         prepared = prepare(frame, sch, mechanism, epsilon=epsilon, delta=delta, **kw, **(params or {}))
     except TableError as exc:
@@ -274,9 +324,10 @@ def _run_raw(
                 "margsynth_version": __version__,
             }
         )
+        side = mark_sidecar(side)
         writers = []
         if model_path is not None:
-            blob = model_bytes(result, dict(side), None, encoder=report["encoder"])
+            blob = model_bytes(result, dict(side), list(synthetic.columns), encoder=report["encoder"])
             side["saved_model"] = {"path": str(model_path), "sha256": hashlib.sha256(blob).hexdigest()}
             writers.append(lambda tmp: tmp.write_bytes(blob))
         text = dumps_strict(json.loads(json.dumps(side, default=_json_default)), prog="margsynth synth", indent=2)
@@ -300,6 +351,11 @@ def check_save_model(save_model: str | None, mech, mechanism: str, out: Path, in
     for other, what in ((out, "--out"), (sidecar_path(out), "--out's sidecar")):
         if path.resolve() == other.resolve():
             raise ValueError(f"--save-model {save_model!r} is the same file as {what}; choose another path")
+    if path.is_file() and not is_model_file(path):
+        raise ValueError(
+            f"--save-model {save_model!r} exists and is not a model file of margsynth; it is left as it is: move it "
+            "away or choose another --save-model"
+        )
     return path
 
 
@@ -330,6 +386,7 @@ def _main(args) -> int:
         schema=args.schema,
         save_model=args.save_model,
         preprocessing_share=args.preprocessing_share,
+        memory_limit_mb=args.memory_limit,
     )
     if "preprocessing" in side:  # a raw table: what preprocessing did, column by column
         print(f"preprocessing ({100 * side['preprocessing']['preprocessing_share']:.1f}% of the budget):")

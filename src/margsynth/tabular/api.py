@@ -41,10 +41,10 @@ import pandas as pd
 
 from ..dataset import Dataset
 from ..mechanisms import registry
-from ..mechanisms.base import Mechanism, check_privacy_params, check_seed
+from ..mechanisms.base import Mechanism, check_memory_limit, check_privacy_params, check_seed, memory_limit
 from ..privacy import BudgetLedger
 from ..timing import Stopwatch
-from .encoder import Encoder, check_table, discovery_budget, domain_extremes, fit_encoder
+from .encoder import Encoder, check_sizes, check_table, discovery_budget, domain_extremes, fit_encoder
 from .schema import Schema
 
 __all__ = [
@@ -86,6 +86,9 @@ class PreparedRun:
     delta: float
     preprocessing_share: float | None
     public: pd.DataFrame | None = None
+    #: The memory limit (MiB) of every size check of the run (``None``: the one in force,
+    #: :func:`~margsynth.mechanisms.base.current_memory_limit`).
+    memory_limit_mb: float | None = None
 
     @property
     def discovers(self) -> bool:
@@ -125,6 +128,10 @@ class PreparedRun:
         """Discovery, encoding, the mechanism on its sub-budget, decoding: the synthetic
         table and the report (see :func:`synthesize`)."""
         seed = check_seed(seed)
+        with memory_limit(self.memory_limit_mb):
+            return self._run(seed)
+
+    def _run(self, seed: int) -> tuple[pd.DataFrame, dict[str, Any]]:
         clock = Stopwatch()
         ledger = self.ledger()
         delta_conv, delta_cat = self.deltas()
@@ -220,6 +227,7 @@ def prepare(
     delta: float,
     preprocessing_share: float = DEFAULT_PREPROCESSING_SHARE,
     public: pd.DataFrame | None = None,
+    memory_limit_mb: float | None = None,
     **hyperparameters: Any,
 ) -> PreparedRun:
     """Every check of a raw-table run, before any charge or draw: the privacy parameters,
@@ -227,9 +235,21 @@ def prepare(
     mechanism's name and hyperparameters (it is built here, once), and the mechanism's own
     ``validate`` against the smallest and the largest domain discovery can produce
     (:func:`~margsynth.tabular.encoder.domain_extremes`), so a run they accept cannot be
-    refused after discovery. ``ValueError`` naming the argument, the value and what was
-    expected."""
+    refused after discovery. Every size — the schema's bins and categories
+    (:func:`~margsynth.tabular.encoder.check_sizes`, counted before anything is built), the
+    attributes, the marginals, the records — is checked against ``memory_limit_mb`` MiB
+    (``None``: :func:`~margsynth.mechanisms.base.current_memory_limit`), which the run keeps.
+    ``ValueError`` naming the argument, the value and what was expected."""
     check_privacy_params(epsilon, delta)
+    if memory_limit_mb is not None:
+        memory_limit_mb = check_memory_limit(memory_limit_mb)
+    with memory_limit(memory_limit_mb):
+        return _prepare(df, schema, mechanism, epsilon, delta, preprocessing_share, public, memory_limit_mb,
+                        hyperparameters)  # fmt: skip
+
+
+def _prepare(df, schema, mechanism, epsilon, delta, preprocessing_share, public, memory_limit_mb, hyperparameters):
+    """:func:`prepare` within its memory limit."""
     if preprocessing_share is not None and (
         isinstance(preprocessing_share, bool)
         or not isinstance(preprocessing_share, (int, float))
@@ -237,6 +257,7 @@ def prepare(
     ):
         raise ValueError(f"preprocessing_share must be in (0, 1) or None, got {preprocessing_share!r}")
     schema = Schema.coerce(schema)
+    check_sizes(schema)  # counted before anything is built from the schema
     try:
         checked = check_table(df, schema)
     except ValueError as exc:
@@ -250,7 +271,8 @@ def prepare(
         except ValueError as exc:
             raise TableError(f"public: {exc}") from None
     mech = registry.create(mechanism, **hyperparameters)
-    run = PreparedRun(df, schema, checked, mechanism, mech, float(epsilon), float(delta), preprocessing_share, public)
+    run = PreparedRun(df, schema, checked, mechanism, mech, float(epsilon), float(delta), preprocessing_share, public,
+                      memory_limit_mb)  # fmt: skip
     if run.category_steps and not run.deltas()[1] > 0:
         raise ValueError(f"epsilon={epsilon!r} is too large to leave a positive delta for category discovery")
     ledger = run.ledger()
@@ -273,6 +295,7 @@ def synthesize(
     seed: int,
     preprocessing_share: float = DEFAULT_PREPROCESSING_SHARE,
     public: pd.DataFrame | None = None,
+    memory_limit_mb: float | None = None,
     **hyperparameters: Any,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """A decoded synthetic table of ``df`` from any registered mechanism, and the run's report.
@@ -283,7 +306,8 @@ def synthesize(
     (``preprocessing_share``: ``None`` for the budget rule, or a fixed share of ρ);
     ``public`` is the public table of mechanisms
     that need one (NIST-MST), coded with the same encoder; the other keyword arguments are
-    the mechanism's hyperparameters (``synthetic_records=N`` sets the number of records).
+    the mechanism's hyperparameters (``synthetic_records=N`` sets the number of records);
+    ``memory_limit_mb`` the limit of every size check (:func:`prepare`).
     Every check runs before the first charge and the first draw (:func:`prepare`).
 
     The report (a dict) has ``mechanism, parameters, epsilon, delta`` (spent, at most the
@@ -295,7 +319,7 @@ def synthesize(
     """
     check_seed(seed)
     run = prepare(df, schema, mechanism, epsilon=epsilon, delta=delta, preprocessing_share=preprocessing_share,
-                  public=public, **hyperparameters)  # fmt: skip
+                  public=public, memory_limit_mb=memory_limit_mb, **hyperparameters)  # fmt: skip
     return run.run(seed)
 
 

@@ -38,15 +38,18 @@ from scipy.special import ndtri
 
 from ..dataset import Dataset, _show
 from ..domain import Attribute, Domain
+from ..mechanisms.base import MemoryLimitError, current_memory_limit
 from ..privacy import BudgetLedger
 from ..privacy.accounting import gaussian_sigma
 from . import discovery as dsc
 from .schema import AUTO, DISCOVER, ColumnSpec, Schema, category_key
 
 __all__ = [
+    "CODE_BYTES",
     "ENCODER_VERSION",
     "ColumnCoding",
     "Encoder",
+    "check_sizes",
     "check_table",
     "describe",
     "discovery_budget",
@@ -438,9 +441,10 @@ class Encoder:
     def to_text(self, frame: pd.DataFrame) -> pd.DataFrame:
         """A decoded table as the text its CSV holds: floats with the column's ``decimals``
         (else as Python writes them), integers as integers, null cells as the column's first
-        null token (else empty), categories as their labels."""
+        null token (else empty), categories as their labels; the columns in ``frame``'s order."""
         out = {}
-        for c in self.columns:
+        order = {str(name): i for i, name in enumerate(frame.columns)}
+        for c in sorted(self.columns, key=lambda c: order.get(c.name, len(order))):
             col = frame[c.name]
             null = col.isna().to_numpy()
             if c.kind == "numeric" and c.type == "float" and c.decimals is not None:
@@ -587,12 +591,38 @@ def size_range(spec: ColumnSpec, present: int = 0) -> tuple[int, int]:
     if spec.bins == AUTO:
         most = 64 if span is None else min(64, span)
         fewest = min(2, most)
-    else:
-        most = len(dsc.uniform_cuts(*spec.bounds, spec.bins, integer)) + 1 if given else spec.bins
+    else:  # the bins of uniform_cuts, counted without building them
+        most = min(spec.bins, span) if span is not None else spec.bins
         fewest = most
     if spec.binning == "quantile" or not given:
         fewest = 1
     return fewest + null_lo, most + null_hi
+
+
+#: Bytes per code of a column besides its marginals' cells: its cut point or label in the
+#: encoder, in the sidecar's and a saved model's JSON, and in the arrays that encode and
+#: decode it (an estimate; :func:`check_sizes`).
+CODE_BYTES = 128
+
+
+def check_sizes(schema: Schema, limit_mb: float | None = None) -> None:
+    """Before anything is built from ``schema``: :class:`~margsynth.mechanisms.base.MemoryLimitError`
+    naming the column when the most codes it can have (:func:`size_range`: its ``bins``,
+    listed categories or cuts), :data:`CODE_BYTES` each, or its one-way marginal do not
+    fit ``limit_mb`` MiB (``None``: :func:`~margsynth.mechanisms.base.current_memory_limit`).
+    Counted, never built: ``"bins": 1000000000`` is refused at once."""
+    limit = current_memory_limit() if limit_mb is None else limit_mb
+    budget = limit * 2**20
+    for spec in schema.columns:
+        most = size_range(spec)[1]
+        if most * CODE_BYTES > budget:
+            what = (f"bins={spec.bins:,}" if spec.kind == "numeric" and spec.binning != "explicit"
+                    else f"{most - 1:,} cut points" if spec.kind == "numeric" else f"{most:,} categories")  # fmt: skip
+            raise MemoryLimitError(
+                f"column {spec.name!r}: {what} make up to {most:,} codes, about {most * CODE_BYTES / 2**20:,.0f} MiB "
+                f"to encode, more than the {limit:,.0f} MiB memory limit; expected at most "
+                f"{int(budget // CODE_BYTES):,} (or a larger memory limit)"
+            )
 
 
 def domain_extremes(schema: Schema, checked: Mapping[str, tuple[np.ndarray, Any]]) -> tuple[Domain, Domain]:
