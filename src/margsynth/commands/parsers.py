@@ -75,11 +75,13 @@ def _data(sub) -> None:
 
 def _reproduce(sub) -> None:
     p = sub.add_parser("reproduce", help="execute notebooks (papermill) and write figures, tables and a run manifest")
-    p.add_argument("--profile", choices=["quick", "full"], default="quick", help="quick: minutes (CI); full: paper scale")
+    p.add_argument("--profile", choices=["quick", "full"], help="quick: minutes (CI); full: paper scale (default quick)")
     p.add_argument("--only", nargs="+", metavar="NN", help="run only these notebooks (numbers or names)")
     p.add_argument(
         "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-        help="override a notebook parameter (Python literal), for every notebook that has it",
+        help="override a notebook parameter (Python literal, else a string), for every selected notebook that "
+        "declares it; checked before any notebook runs: NAME must be declared by one of them, VALUE must have the "
+        "type of its default, and -p profile takes quick or full",
     )  # fmt: skip
     p.add_argument("--figures-only", action="store_true", help="re-render figures from cached results only")
     p.set_defaults(handler="run")
