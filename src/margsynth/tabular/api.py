@@ -32,6 +32,7 @@ output files.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -212,7 +213,7 @@ def _validate_extremes(run: PreparedRun) -> None:
                 if which == "largest"
                 else "list the categories, give bounds with uniform bins, or make the column nullable"
             )
-            raise ValueError(
+            raise type(exc)(  # a size refused stays a MemoryLimitError
                 f"{exc} (checked before any noise against the {which} domain private discovery can give, "
                 f"attribute sizes {sizes}; in the schema, {fix})"
             ) from None
@@ -273,8 +274,14 @@ def _prepare(df, schema, mechanism, epsilon, delta, preprocessing_share, public,
     mech = registry.create(mechanism, **hyperparameters)
     run = PreparedRun(df, schema, checked, mechanism, mech, float(epsilon), float(delta), preprocessing_share, public,
                       memory_limit_mb)  # fmt: skip
-    if run.category_steps and not run.deltas()[1] > 0:
-        raise ValueError(f"epsilon={epsilon!r} is too large to leave a positive delta for category discovery")
+    if run.category_steps and not run.deltas()[1] / run.category_steps >= sys.float_info.min:
+        # a subnormal delta loses its precision: delta_conv + e^eps * delta_c could exceed delta
+        raise ValueError(
+            f"epsilon={epsilon!r} with delta={delta!r}: the delta of each category discovery, "
+            f"{DELTA_SHARE}*delta*e^-epsilon/{run.category_steps} = {run.deltas()[1] / run.category_steps:.3g}, is "
+            f"below the smallest normal float ({sys.float_info.min:.3g}); expected a larger delta or a smaller "
+            "epsilon, or the categories listed in the schema"
+        )
     ledger = run.ledger()
     most = discovery_budget(schema, ledger.total, preprocessing_share)["most"]
     if not most < ledger.total:

@@ -42,7 +42,7 @@ from ..mechanisms.base import MemoryLimitError, current_memory_limit
 from ..privacy import BudgetLedger
 from ..privacy.accounting import gaussian_sigma
 from . import discovery as dsc
-from .schema import AUTO, DISCOVER, ColumnSpec, Schema, category_key
+from .schema import AUTO, DISCOVER, INTEGER_LIMIT, ColumnSpec, Schema, category_key
 
 __all__ = [
     "CODE_BYTES",
@@ -102,6 +102,13 @@ def _numbers(spec: ColumnSpec, values: pd.Series, miss: np.ndarray) -> np.ndarra
         if bad.any():
             r = _first(bad)
             raise ValueError(f"column {spec.name!r} row {r}: non-integer value {_show(raw[r])} in an integer column")
+        bad = ~miss & (np.abs(x) >= INTEGER_LIMIT)
+        if bad.any():
+            r = _first(bad)
+            raise ValueError(
+                f"column {spec.name!r} row {r}: integer {_show(raw[r])} is beyond +-2^53 ({INTEGER_LIMIT:,}), where "
+                "integers stop being exact; declare the column categorical (an identifier) or leave it out of the schema"
+            )
     return x
 
 
@@ -621,7 +628,7 @@ def check_sizes(schema: Schema, limit_mb: float | None = None) -> None:
             raise MemoryLimitError(
                 f"column {spec.name!r}: {what} make up to {most:,} codes, about {most * CODE_BYTES / 2**20:,.0f} MiB "
                 f"to encode, more than the {limit:,.0f} MiB memory limit; expected at most "
-                f"{int(budget // CODE_BYTES):,} (or a larger memory limit)"
+                f"{int(budget // CODE_BYTES):,}"
             )
 
 
@@ -922,6 +929,9 @@ def _finish_column(spec: ColumnSpec, fit: dict[str, Any], rho_mech: float | None
         clamped = 0.0
         if spec.bounds == DISCOVER:
             lo, hi, clamped = dsc.refine_bounds(dist, integer)
+            if integer:  # the values lie within +-2^53 (larger ones are refused): so do the bounds, exact
+                top = float(INTEGER_LIMIT - 1)
+                lo, hi = min(max(lo, -top), top), max(min(hi, top), -top)
             clip = True
             if fit.get("sparse"):
                 rep["sparse"] = True
