@@ -42,7 +42,7 @@ from ..data import RECORD_DATASETS
 from ..data.fetch import local_path
 from ..data.registry import dataset_info
 from ..mechanisms import registry  # the module: its functions are looked up when called (tests spy on them)
-from ..mechanisms.base import check_privacy_params, check_seed
+from ..mechanisms.base import MemoryLimitError, check_privacy_params, check_seed
 from ..mechanisms.sampler import pgm_mechanisms, unsavable_reason
 from ..model_file import SavedModel, is_model_file
 from ..tabular import TableError, describe, encoder_of, prepare, sidecar
@@ -105,6 +105,14 @@ def _create(mechanism: str, params: dict):
         return registry.create(mechanism, **params)
     except ValueError as exc:
         raise ValueError(f"{_option_of(params, str(exc))}: {exc}") from None
+
+
+def _sized(data_option: str, params: dict, exc: MemoryLimitError) -> MemoryLimitError:
+    """A size refused by the run's checks, prefixed by the option that set it: the ``--param``
+    it names (e.g. ``synthetic_records``), else ``data_option`` (the data's attributes)."""
+    msg = str(exc)
+    named = [k for k in params if k != "preset" and f"{k}=" in msg]
+    return MemoryLimitError(f"{_option_of(params, msg) if named else data_option}: {msg}")
 
 
 def _input_paths(dataset: str, domain: str | None, public: str | None) -> dict[str, Path]:
@@ -214,7 +222,10 @@ def _run_synth(
     kw = {"public": pub} if pub is not None else {}
     if device is not None:
         kw["device"] = device
-    mech.validate(data, epsilon, delta, **kw)  # every check of the run, before any noise
+    try:
+        mech.validate(data, epsilon, delta, **kw)  # every check of the run, before any noise
+    except MemoryLimitError as exc:
+        raise _sized(f"--dataset {dataset!r}" + (f" (--domain {domain!r})" if domain else ""), params or {}, exc) from None
     model_path = check_save_model(save_model, mech, mechanism, path, inputs_read)
 
     # --- reserve the outputs (an unwritable place is found now, before any noise), run, write all or nothing
@@ -296,6 +307,8 @@ def _run_raw(
         prepared = prepare(frame, sch, mechanism, epsilon=epsilon, delta=delta, **kw, **(params or {}))
     except TableError as exc:
         raise ValueError(f"--dataset {dataset!r}: {exc} (--schema {schema!r})") from None
+    except MemoryLimitError as exc:
+        raise _sized(f"--dataset {dataset!r} (--schema {schema!r})", params or {}, exc) from None
     model_path = check_save_model(save_model, prepared.mechanism, mechanism, path, inputs_read)
     sha = {**sha, str(schema): file_sha256(sch_path)}
 
