@@ -22,7 +22,7 @@ a stable interface. The parser is in :mod:`margsynth.commands.parsers`.
 Before any AEMC problem is built, every marginal is checked against the domain (its
 attributes named by the option that asked for it: ``--spec``, ``--preset`` or the
 schema's default marginals) and against ``--memory-limit`` (:data:`AEMC_BYTES` per cell
-of its table), and so are the schema's bins.
+of its table, by solver), and so are the schema's bins.
 """
 
 from __future__ import annotations
@@ -52,15 +52,16 @@ from ._outputs import dumps_strict
 
 #: Bytes per cell of a marginal's table held while its AEMC is solved (the flow network of
 #: its cells and their neighbours, the solver's state): about 1,000 measured on a 2-way
-#: ordinal marginal.
-AEMC_BYTES = 1024
+#: ordinal marginal with the flow (``auto``, ``flow``), about 12,000 with the LP (``lp``).
+AEMC_BYTES = {"auto": 1024, "flow": 1024, "lp": 16384}
 
 
-def check_specs(specs, domain, source: str) -> None:
+def check_specs(specs, domain, source: str, solver: str = "auto") -> None:
     """``ValueError`` naming ``source`` (the option the marginals came from) when a marginal
     names an attribute ``domain`` lacks, and :class:`~margsynth.mechanisms.base.MemoryLimitError`
-    when its table, :data:`AEMC_BYTES` a cell, does not fit the memory limit."""
+    when its table, :data:`AEMC_BYTES` a cell for ``solver``, does not fit the memory limit."""
     limit = current_memory_limit()
+    per_cell = AEMC_BYTES.get(solver, max(AEMC_BYTES.values()))
     for i, spec in enumerate(specs):
         names = list(spec.names)
         unknown = [a for a in names if a not in domain.names]
@@ -70,11 +71,11 @@ def check_specs(specs, domain, source: str) -> None:
                 f"{list(domain.names)}"
             )
         cells = math.prod(int(domain[a].size) for a in names)
-        if cells * AEMC_BYTES > limit * 2**20:
+        if cells * per_cell > limit * 2**20:
             sizes = ", ".join(f"{a}={domain[a].size:,}" for a in names)
             raise MemoryLimitError(
                 f"{source}: marginal {i} over {names} ({sizes}) has {cells:,} cells, about "
-                f"{cells * AEMC_BYTES / 2**20:,.0f} MiB to solve its AEMC, more than the {limit:,.0f} MiB memory "
+                f"{cells * per_cell / 2**20:,.0f} MiB to solve its AEMC ({solver}), more than the {limit:,.0f} MiB memory "
                 "limit; expected fewer bins or categories, or a --spec of smaller marginals"
             )
 
@@ -166,7 +167,7 @@ def _run(args) -> int:
                              "count files, or --spec SPEC.json for these records")  # fmt: skip
         specs = PRESETS[preset]()
         source = f"--preset {preset!r}"
-    check_specs(specs, truth.domain, source)
+    check_specs(specs, truth.domain, source, args.solver)
     res = mgd_module.mgd(truth, synth, specs, solver=args.solver)
     if preset is not None and preset.startswith("baltimore"):
         res.extras["inv_pie"] = inverse_pie(truth, synth)

@@ -108,11 +108,15 @@ def _create(mechanism: str, params: dict):
 
 
 def _sized(data_option: str, params: dict, exc: MemoryLimitError) -> MemoryLimitError:
-    """A size refused by the run's checks, prefixed by the option that set it: the ``--param``
-    it names (e.g. ``synthetic_records``), else ``data_option`` (the data's attributes)."""
+    """A size refused by the run's checks, prefixed by the options that set it: the ``--param``
+    it names (e.g. ``synthetic_records``), else ``data_option`` (the data's attributes) and
+    the hyperparameters given with it (the workload of RAP, GEM and Private-GSD grows with both)."""
     msg = str(exc)
-    named = [k for k in params if k != "preset" and f"{k}=" in msg]
-    return MemoryLimitError(f"{_option_of(params, msg) if named else data_option}: {msg}")
+    named = [k for k in params if k != "preset" and f"{k.removeprefix('generator.')}=" in msg]
+    if named:
+        return MemoryLimitError(f"{_option_of({k: params[k] for k in named}, msg)}: {msg}")
+    given = f" with {_option_of(params, '')}" if params else ""
+    return MemoryLimitError(f"{data_option}{given}: {msg}")
 
 
 def _input_paths(dataset: str, domain: str | None, public: str | None) -> dict[str, Path]:

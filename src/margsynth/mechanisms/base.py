@@ -58,6 +58,7 @@ __all__ = [
     "PAIR_BYTES",
     "bounded_records",
     "check_attribute_pairs",
+    "check_iterations",
     "check_memory_limit",
     "check_generator",
     "check_marginals_fit",
@@ -194,6 +195,7 @@ class Mechanism:
         and what was expected."""
         ledger = self.ledger(epsilon, delta, budget)
         check_run_inputs(data, rng)
+        check_iterations(self)
         self.check(data, ledger, **kwargs)
 
     def run(
@@ -214,6 +216,7 @@ class Mechanism:
             epsilon, rng = None, epsilon  # the form run(data, rng, budget=ledger)
         ledger = self.ledger(epsilon, delta, budget)
         check_run_inputs(data, rng)
+        check_iterations(self)
         self.check(data, ledger, **kwargs)
         return self.synthesize(data, rng, ledger, **kwargs)
 
@@ -254,6 +257,28 @@ def check_run_inputs(data: Dataset | None, rng: Any = NO_RNG) -> None:
     if data is not None:  # every mechanism tabulates the one-way marginals
         check_attribute_pairs(data.domain)
         check_marginals_fit(data.domain, [(a,) for a in data.domain.names], "one-way marginal")
+
+
+#: The fields (of a mechanism or of its generator) that count the iterations of a fit: the
+#: descent keeps one 8-byte number per iteration (its loss history), allocated up front.
+ITERATION_FIELDS = ("iters", "select_iters")
+
+
+def check_iterations(mechanism: Any, limit_mb: float | None = None) -> None:
+    """:class:`MemoryLimitError` naming the field when an iteration count of ``mechanism`` or of
+    its ``generator`` (:data:`ITERATION_FIELDS`), 8 bytes of history an iteration, does not fit
+    ``limit_mb`` MiB (``None``: :func:`current_memory_limit`): ``iters=10**14`` is refused before
+    any charge instead of failing to allocate after them."""
+    limit_mb = _limit(limit_mb)
+    for owner, prefix in ((mechanism, ""), (getattr(mechanism, "generator", None), "generator.")):
+        for name in ITERATION_FIELDS:
+            value = getattr(owner, name, None)
+            if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value * 8 > limit_mb * _MIB:
+                raise MemoryLimitError(
+                    f"{prefix}{name}={value!r}: a fit of {value:,} iterations keeps {value * 8 / _MIB:,.0f} MiB of "
+                    f"history, more than the {limit_mb:,.0f} MiB memory limit; expected at most "
+                    f"{int(limit_mb * _MIB // 8):,}"
+                )
 
 
 def check_seed(seed: Any, name: str = "seed") -> int:
