@@ -1427,3 +1427,25 @@ def test_a_range_discovered_at_the_ends_of_the_grid_stays_within_exact_integers(
     lo, hi = report["preprocessing"]["columns"]["age"]["bounds"]
     assert -INTEGER_LIMIT < lo <= hi < INTEGER_LIMIT
     assert out["age"].between(lo, hi).all() and len(out) > 0
+
+
+@pytest.mark.parametrize(
+    "args, env, needles",
+    [
+        (["data", "fetch", "--from", "MISSING", "titanic"], None, ["--from", "is not a folder"]),
+        (["data", "fetch", "--from", "LONG", "titanic"], None, ["--from", "File name too long"]),
+        (["data", "fetch", "nope"], None, ["NAME 'nope'", "unknown dataset"]),
+        (["data", "verify", "titanic", "nope"], None, ["NAME 'nope'", "unknown dataset"]),
+        (["data", "fetch", "--from", "MIRROR", "titanic"], "/proc/margsynth-data", ["$MARGSYNTH_DATA_DIR", "cannot hold 'titanic'"]),
+    ],
+)
+def test_data_refusals_name_their_option(tmp_path, monkeypatch, capsys, args, env, needles):
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    (mirror / "benchmark").mkdir()
+    (mirror / "benchmark" / "titanic.zip").write_bytes(b"not the file")
+    args = [{"MISSING": str(tmp_path / "nope"), "LONG": str(tmp_path / ("l" * 300)), "MIRROR": str(mirror)}.get(a, a) for a in args]
+    monkeypatch.setenv("MARGSYNTH_DATA_DIR", env or str(tmp_path / "data"))
+    monkeypatch.setenv("MARGSYNTH_NO_DOWNLOAD", "1")
+    assert main(args) == 2
+    _one_line_error(capsys.readouterr().err, *needles)
