@@ -1143,7 +1143,7 @@ def _size_case(d, model, case):
         "mgd --spec over a large marginal": (["mgd", "--truth", two, "--schema", two_floats(3000), "--synthetic", two, "--spec",
                                               str(d / "spec.json")], ["--spec", "'height', 'width'", "9,000,000 cells"]),
         "mgd --solver lp": (["mgd", "--truth", two, "--schema", two_floats(600), "--synthetic", two, "--solver", "lp", "--spec",
-                             str(d / "spec.json")], ["--spec", "360,000 cells", "(lp)", "memory limit"]),
+                             str(d / "spec.json")], ["--spec", "360,000 cells", "AEMC, lp", "memory limit"]),
         "synth columns": ([*synth, "--dataset", wide(300), "--domain", str(d / "wide-dom.json"), "--memory-limit", "8"],
                           ["--dataset", "too many attributes", "300 attributes", "--memory-limit 8"]),
         "synth --schema columns": ([*synth, "--dataset", wide(300), "--schema", str(d / "wide-schema.json"), "--memory-limit", "8"],

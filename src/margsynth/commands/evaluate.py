@@ -32,13 +32,12 @@ domain too large to score is refused by name instead of running out of memory.
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
 from ..data import NIST_EXCERPTS, load_data_dictionary, load_raw, read_data_dictionary
 from ..data.fetch import DataUnavailableError
-from ..mechanisms.base import MemoryLimitError, current_memory_limit, largest
+from ..mechanisms.base import MemoryLimitError, check_marginals_fit, largest
 from ..metrics.kmarginal import RAW_METRICS, evaluate_raw
 from ..metrics.suite import DEFAULT_METRICS, evaluate, get_metric
 from ..tabular.scoring import encode_pair
@@ -62,23 +61,17 @@ MARGINAL_ORDER = {"tv-1way": 1, "tv-2way": 2, "tv-3way": 3, "sw-2way": 2, "nist-
 
 
 def check_scoring_sizes(domain, metrics: list[str], what: str) -> None:
-    """:class:`~margsynth.mechanisms.base.MemoryLimitError` naming the metric, the attributes
-    and the size when the largest marginal one of ``metrics`` tabulates over ``domain``
-    (:data:`MARGINAL_ORDER`), :data:`SCORE_BYTES` a cell, does not fit the memory limit."""
-    limit = current_memory_limit()
+    """:class:`~margsynth.mechanisms.base.MemoryLimitError`, prefixed by ``what``, naming the
+    metric, the attributes and the size when the largest marginal one of ``metrics`` tabulates
+    over ``domain`` (:data:`MARGINAL_ORDER`), :data:`SCORE_BYTES` a cell, does not fit the
+    memory limit."""
     for m in metrics:
-        k = MARGINAL_ORDER.get(m)
-        if k is None:
-            continue
-        attrs = largest(domain, k)
-        cells = math.prod(int(domain[a].size) for a in attrs)
-        if cells * SCORE_BYTES > limit * 2**20:
-            sizes = ", ".join(f"{a}={domain[a].size:,}" for a in attrs)
-            raise MemoryLimitError(
-                f"{what}: metric {m!r} tabulates the marginal over {attrs} ({sizes}): {cells:,} cells, about "
-                f"{cells * SCORE_BYTES / 2**20:,.0f} MiB to score, more than the {limit:,.0f} MiB memory limit; "
-                "expected fewer bins or categories, or other --metrics"
-            )
+        if m in MARGINAL_ORDER:
+            try:
+                check_marginals_fit(domain, [largest(domain, MARGINAL_ORDER[m])], f"marginal {m} scores",
+                                    bytes_per_cell=SCORE_BYTES)  # fmt: skip
+            except MemoryLimitError as exc:
+                raise MemoryLimitError(f"{what}: {exc}, or other --metrics") from None
 
 
 def _raw_pair(args):

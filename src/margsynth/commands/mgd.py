@@ -28,12 +28,11 @@ of its table, by solver), and so are the schema's bins.
 from __future__ import annotations
 
 import logging
-import math
 import sys
 from pathlib import Path
 
 from ..data.baltimore import CountTable, load_truth, read_count_file
-from ..mechanisms.base import MemoryLimitError, current_memory_limit
+from ..mechanisms.base import MemoryLimitError, check_marginals_fit
 from ..metrics import mgd as mgd_module  # the module: mgd is looked up when called (tests spy on it)
 from ..metrics.aemc import MarginalSpec, load_specs
 from ..metrics.baltimore import PRESETS, inverse_pie, range_query_error
@@ -60,7 +59,6 @@ def check_specs(specs, domain, source: str, solver: str = "auto") -> None:
     """``ValueError`` naming ``source`` (the option the marginals came from) when a marginal
     names an attribute ``domain`` lacks, and :class:`~margsynth.mechanisms.base.MemoryLimitError`
     when its table, :data:`AEMC_BYTES` a cell for ``solver``, does not fit the memory limit."""
-    limit = current_memory_limit()
     per_cell = AEMC_BYTES.get(solver, max(AEMC_BYTES.values()))
     for i, spec in enumerate(specs):
         names = list(spec.names)
@@ -70,14 +68,10 @@ def check_specs(specs, domain, source: str, solver: str = "auto") -> None:
                 f"{source}: marginal {i} ({'+'.join(names)}) names unknown attribute(s) {unknown}; the data has "
                 f"{list(domain.names)}"
             )
-        cells = math.prod(int(domain[a].size) for a in names)
-        if cells * per_cell > limit * 2**20:
-            sizes = ", ".join(f"{a}={domain[a].size:,}" for a in names)
-            raise MemoryLimitError(
-                f"{source}: marginal {i} over {names} ({sizes}) has {cells:,} cells, about "
-                f"{cells * per_cell / 2**20:,.0f} MiB to solve its AEMC ({solver}), more than the {limit:,.0f} MiB memory "
-                "limit; expected fewer bins or categories, or a --spec of smaller marginals"
-            )
+        try:
+            check_marginals_fit(domain, [names], f"marginal {i} (its AEMC, {solver})", bytes_per_cell=per_cell)
+        except MemoryLimitError as exc:
+            raise MemoryLimitError(f"{source}: {exc}, or a --spec of smaller marginals") from None
 
 
 def _load(args):

@@ -162,113 +162,91 @@ def run_synth(
     ``save_model``: also write the fitted model there (:class:`~margsynth.model_file.SavedModel`);
     ``memory_limit_mb``: the memory budget every size is checked against before any charge
     (``None``: :data:`~margsynth.mechanisms.base.MEMORY_LIMIT_MB`)."""
-    with memory_budget(memory_limit_mb):
-        return _run_synth(mechanism, dataset, epsilon=epsilon, delta=delta, out=out, seed=seed, domain=domain,
-                          public=public, params=params, device=device, allow_surrogate=allow_surrogate, schema=schema,
-                          save_model=save_model, preprocessing_share=preprocessing_share)  # fmt: skip
-
-
-def _run_synth(
-    mechanism: str,
-    dataset: str,
-    *,
-    epsilon: float,
-    delta: float,
-    out: str,
-    seed: int,
-    domain: str | None,
-    public: str | None,
-    params: dict | None,
-    device: str | None,
-    allow_surrogate: bool,
-    schema: str | None,
-    save_model: str | None,
-    preprocessing_share: float | None,
-) -> dict:
-    # --- validate everything before any noise is drawn
-    try:
-        s = registry.spec(mechanism)
-    except ValueError as exc:
-        raise ValueError(f"MECHANISM {mechanism!r}: {exc}") from None
-    check_budget(epsilon, delta)
-    check_privacy_params(epsilon, delta)
-    check_seed(seed, "--seed")
-    if schema is not None:
-        return _run_raw(mechanism, dataset, schema, epsilon=epsilon, delta=delta, out=out, seed=seed, domain=domain,
-                        public=public, params=params, device=device, save_model=save_model,
-                        preprocessing_share=preprocessing_share)  # fmt: skip
-    if preprocessing_share is not None:
-        raise ValueError(
-            f"--preprocessing-share {preprocessing_share!r}: only a raw CSV (--schema) has preprocessing; drop it or pass --schema"
-        )
-    inputs_read = _input_paths(dataset, domain, public)
-    path = check_out(out, inputs_read)
-    inp = resolve_dataset(dataset, domain, allow_surrogate=allow_surrogate)
-    data = inp.dataset
-    inputs = [inp]
-    pub = None
-    if public is not None:
-        if not s.needs_public:
-            raise ValueError(f"mechanism {mechanism!r} does not use a public dataset; drop --public")
-        pub_inp = resolve_dataset(public, domain, what="--public", allow_surrogate=allow_surrogate)
-        pub = pub_inp.dataset
-        inputs.append(pub_inp)
-        if pub.domain != data.domain:
+    with memory_budget(memory_limit_mb):  # every size below checked against --memory-limit
+        # --- validate everything before any noise is drawn
+        try:
+            s = registry.spec(mechanism)
+        except ValueError as exc:
+            raise ValueError(f"MECHANISM {mechanism!r}: {exc}") from None
+        check_budget(epsilon, delta)
+        check_privacy_params(epsilon, delta)
+        check_seed(seed, "--seed")
+        if schema is not None:
+            return _run_raw(mechanism, dataset, schema, epsilon=epsilon, delta=delta, out=out, seed=seed, domain=domain,
+                            public=public, params=params, device=device, save_model=save_model,
+                            preprocessing_share=preprocessing_share)  # fmt: skip
+        if preprocessing_share is not None:
             raise ValueError(
-                f"public dataset's domain differs from the private one: public {pub.domain!r}, private {data.domain!r}"
+                f"--preprocessing-share {preprocessing_share!r}: only a raw CSV (--schema) has preprocessing; drop it or pass --schema"
             )
-    elif s.needs_public:
-        raise ValueError(f"mechanism {mechanism!r} needs a public dataset: pass --public NAME|CSV")
-    mech = _create(mechanism, params or {})
-    if device is not None:
-        if "device" not in inspect.signature(mech.synthesize).parameters:
-            raise ValueError(f"mechanism {mechanism!r} takes no --device")
-    kw = {"public": pub} if pub is not None else {}
-    if device is not None:
-        kw["device"] = device
-    try:
-        mech.validate(data, epsilon, delta, **kw)  # every check of the run, before any noise
-    except MemoryLimitError as exc:
-        raise _sized(f"--dataset {dataset!r}" + (f" (--domain {domain!r})" if domain else ""), params or {}, exc) from None
-    model_path = check_save_model(save_model, mech, mechanism, path, inputs_read)
+        inputs_read = _input_paths(dataset, domain, public)
+        path = check_out(out, inputs_read)
+        inp = resolve_dataset(dataset, domain, allow_surrogate=allow_surrogate)
+        data = inp.dataset
+        inputs = [inp]
+        pub = None
+        if public is not None:
+            if not s.needs_public:
+                raise ValueError(f"mechanism {mechanism!r} does not use a public dataset; drop --public")
+            pub_inp = resolve_dataset(public, domain, what="--public", allow_surrogate=allow_surrogate)
+            pub = pub_inp.dataset
+            inputs.append(pub_inp)
+            if pub.domain != data.domain:
+                raise ValueError(
+                    f"public dataset's domain differs from the private one: public {pub.domain!r}, private {data.domain!r}"
+                )
+        elif s.needs_public:
+            raise ValueError(f"mechanism {mechanism!r} needs a public dataset: pass --public NAME|CSV")
+        mech = _create(mechanism, params or {})
+        if device is not None:
+            if "device" not in inspect.signature(mech.synthesize).parameters:
+                raise ValueError(f"mechanism {mechanism!r} takes no --device")
+        kw = {"public": pub} if pub is not None else {}
+        if device is not None:
+            kw["device"] = device
+        try:
+            mech.validate(data, epsilon, delta, **kw)  # every check of the run, before any noise
+        except MemoryLimitError as exc:
+            raise _sized(f"--dataset {dataset!r}" + (f" (--domain {domain!r})" if domain else ""), params or {}, exc) from None
+        model_path = check_save_model(save_model, mech, mechanism, path, inputs_read)
 
-    # --- reserve the outputs (an unwritable place is found now, before any noise), run, write all or nothing
-    with OutputPair(path, extra=[(model_path, "--save-model")] if model_path else []) as pair:
-        rng = np.random.default_rng(seed)
-        clock = Stopwatch()
-        result = mech.run(data, epsilon, delta, rng, **kw)
-        wall = clock.elapsed()
+        # --- reserve the outputs (an unwritable place is found now, before any noise), run, write all or nothing
+        with OutputPair(path, extra=[(model_path, "--save-model")] if model_path else []) as pair:
+            rng = np.random.default_rng(seed)
+            clock = Stopwatch()
+            result = mech.run(data, epsilon, delta, rng, **kw)
+            wall = clock.elapsed()
 
-        side = result.sidecar()
-        side.update(
-            {
-                "registry_name": mechanism,
-                "dataset": dataset,
-                "public": public,
-                "domain": data.domain.to_dict(),
-                "epsilon_requested": epsilon,
-                "delta_requested": delta,
-                "seed": seed,
-                "data_source": "surrogate" if any(i.source == "surrogate" for i in inputs) else "real",
-                "input_sha256": {k: v for i in inputs for k, v in i.sha256.items()},
-                "wall_seconds": wall,
-                "budget": {k: v for k, v in (result.extras.get("ledger") or {}).items() if k != "charges"},
-            }
-        )
-        side["margsynth_version"] = __version__
-        side = mark_sidecar(side)
-        frame = result.synthetic.df
-        order = _input_columns(dataset)
-        if order is not None and set(order) == set(frame.columns):
-            frame = frame[order]  # same column order as the input file
-        writers = []
-        if model_path is not None:
-            blob = model_bytes(result, dict(side), list(frame.columns))
-            side["saved_model"] = {"path": str(model_path), "sha256": hashlib.sha256(blob).hexdigest()}
-            writers.append(lambda tmp: tmp.write_bytes(blob))
-        text = dumps_strict(json.loads(json.dumps(side, default=_json_default)), prog="margsynth synth", indent=2)
-        pair.commit(lambda tmp: frame.to_csv(tmp, index=False), lambda tmp: tmp.write_text(text), *writers)
-    return side
+            side = result.sidecar()
+            side.update(
+                {
+                    "registry_name": mechanism,
+                    "dataset": dataset,
+                    "public": public,
+                    "domain": data.domain.to_dict(),
+                    "epsilon_requested": epsilon,
+                    "delta_requested": delta,
+                    "seed": seed,
+                    "data_source": "surrogate" if any(i.source == "surrogate" for i in inputs) else "real",
+                    "input_sha256": {k: v for i in inputs for k, v in i.sha256.items()},
+                    "wall_seconds": wall,
+                    "budget": {k: v for k, v in (result.extras.get("ledger") or {}).items() if k != "charges"},
+                }
+            )
+            side["margsynth_version"] = __version__
+            side = mark_sidecar(side)
+            frame = result.synthetic.df
+            order = _input_columns(dataset)
+            if order is not None and set(order) == set(frame.columns):
+                frame = frame[order]  # same column order as the input file
+            writers = []
+            if model_path is not None:
+                blob = model_bytes(result, dict(side), list(frame.columns))
+                side["saved_model"] = {"path": str(model_path), "sha256": hashlib.sha256(blob).hexdigest()}
+                writers.append(lambda tmp: tmp.write_bytes(blob))
+            text = dumps_strict(json.loads(json.dumps(side, default=_json_default)), prog="margsynth synth", indent=2)
+            pair.commit(lambda tmp: frame.to_csv(tmp, index=False), lambda tmp: tmp.write_text(text), *writers)
+        return side
 
 
 def _run_raw(

@@ -437,19 +437,26 @@ def bounded_records(estimate: float, columns: int, limit_mb: float | None = None
 
 
 def check_marginals_fit(
-    domain: Domain, cliques: Iterable[Sequence[str]], what: str = "marginal", limit_mb: float | None = None
+    domain: Domain,
+    cliques: Iterable[Sequence[str]],
+    what: str = "marginal",
+    limit_mb: float | None = None,
+    *,
+    bytes_per_cell: int = 8,
 ) -> None:
-    """``ValueError`` naming the attributes and their sizes when the table of one of
-    ``cliques`` (``prod sizes`` 8-byte cells) cannot be allocated within ``limit_mb`` MiB."""
+    """:class:`MemoryLimitError` (a ``ValueError``) naming the attributes and their sizes when
+    the table of one of ``cliques`` (``prod sizes`` cells, ``bytes_per_cell`` each: 8 for the
+    table itself, more for the work done on it, e.g. scoring or an AEMC problem) cannot be
+    allocated within ``limit_mb`` MiB."""
     limit_mb = _limit(limit_mb)
     for c in cliques:
         c = tuple(c)
         cells = math.prod(int(domain[a].size) for a in c)
-        if cells * 8 > limit_mb * _MIB:
+        if cells * bytes_per_cell > limit_mb * _MIB:
             sizes = ", ".join(f"{a}={domain[a].size:,}" for a in c)
             raise MemoryLimitError(
-                f"domain too large: the {what} over {c} has {cells:,} cells ({cells * 8 / _MIB:,.0f} MiB), more than "
-                f"the {limit_mb:,.0f} MiB memory limit (attribute sizes {sizes}); expected smaller attributes"
+                f"domain too large: the {what} over {c} has {cells:,} cells ({cells * bytes_per_cell / _MIB:,.0f} MiB), "
+                f"more than the {limit_mb:,.0f} MiB memory limit (attribute sizes {sizes}); expected smaller attributes"
             )
 
 
