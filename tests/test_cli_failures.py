@@ -926,3 +926,526 @@ def test_interior_point_final_fit_from_the_cli(toy, capsys):
     assert main(_synth(toy, "-p", "method='interior_point'", "-p", "rtol=1e-6", out=toy / "bad.csv")) == 2
     _one_line_error(capsys.readouterr().err, "rtol", "interior_point")
     assert _tree(toy) == before
+
+
+# ============================================================================= round two
+# ----------------------------------------------------------------------------- a cell is what it says
+@pytest.fixture
+def cells(tmp_path):
+    """A raw CSV whose values look like nulls to pandas (Namibia's ``NA``, ``None``, ``null``,
+    ``nan``), and a schema listing its columns in another order than the file."""
+    rng = np.random.default_rng(5)
+    n = 400
+    frame = pd.DataFrame({"id": np.arange(n), "country": rng.choice(["NA", "ZA", "BW"], n),
+                          "word": rng.choice(["None", "null", "nan", "x"], n), "score": rng.integers(0, 10, n)})  # fmt: skip
+    frame.to_csv(tmp_path / "raw.csv", index=False)
+    schema = {"columns": [
+        {"name": "score", "kind": "numeric", "type": "integer", "bounds": [0, 9], "bins": 10},
+        {"name": "word", "kind": "categorical", "categories": ["None", "null", "nan", "x"]},
+        {"name": "country", "kind": "categorical", "categories": ["NA", "ZA", "BW"]},
+    ]}  # fmt: skip
+    (tmp_path / "schema.json").write_text(json.dumps(schema))
+    return tmp_path
+
+
+def test_a_cell_is_what_it_says_through_every_command(cells, capsys):
+    """``NA`` (Namibia) in a strict category list, ``None``/``null``/``nan`` as values: synth,
+    sample, evaluate, mgd and schema init read them as the values they are, and the output keeps
+    the raw CSV's column order, not the schema's."""
+    from margsynth.data.loaders import read_raw_csv
+
+    raw, schema = str(cells / "raw.csv"), str(cells / "schema.json")
+    args = ["synth", "mst", "--dataset", raw, "--schema", schema, "--epsilon", "20", "--delta", "1e-6", "--out",
+            str(cells / "o.csv"), "-p", "iters=50", "--save-model", str(cells / "m.npz")]  # fmt: skip
+    assert main(args) == 0, capsys.readouterr().err
+    assert main(["sample", str(cells / "m.npz"), "--out", str(cells / "s.csv"), "--n", "300"]) == 0
+    for name in ("o.csv", "s.csv"):
+        out = read_raw_csv(cells / name)
+        assert list(out.columns) == ["country", "word", "score"], name  # the CSV's order, id left out
+        assert set(out["country"]) == {"NA", "ZA", "BW"} and set(out["word"]) == {"None", "null", "nan", "x"}, name
+        assert not (out == "").any().any()
+    capsys.readouterr()
+    assert main(["evaluate", "--dataset", raw, "--schema", schema, "--synthetic", str(cells / "o.csv"), "--json",
+                 "--metrics", "tv-1way"]) == 0  # fmt: skip
+    assert json.loads(capsys.readouterr().out)["tv-1way"] < 0.2
+    assert main(["mgd", "--truth", raw, "--schema", schema, "--synthetic", str(cells / "o.csv"), "--json"]) == 0
+    capsys.readouterr()
+    assert main(["schema", "init", raw, "--public", "--out", str(cells / "draft.json")]) == 0
+    draft = {c["name"]: c for c in json.loads((cells / "draft.json").read_text())["columns"]}
+    assert draft["country"]["categories"] == ["BW", "NA", "ZA"] and draft["country"]["nullable"] is False
+    assert draft["word"]["categories"] == ["None", "nan", "null", "x"] and draft["word"]["nullable"] is False
+
+
+def _cell_case(d, case):
+    raw, schema = str(d / "raw.csv"), str(d / "schema.json")
+    (d / "noname.csv").write_text("score,,country\n1,None,NA\n2,x,ZA\n")
+    text = (d / "schema.json").read_text()
+    (d / "dup.json").write_text(text.replace('"bins": 10', '"bins": 10, "bins": 5'))
+    (d / "dupcol.json").write_text('{"columns": [], "columns": [{"name": "score", "kind": "numeric", "type": "integer", '
+                                   '"bounds": [0, 9], "bins": 10}]}')  # fmt: skip
+    synth = ["synth", "mst", "--epsilon", "1", "--delta", "1e-6", "--seed", str(SEED), "--out", str(d / "o.csv")]
+    noname, dup = str(d / "noname.csv"), str(d / "dup.json")
+    return {
+        "synth --dataset unnamed column": ([*synth, "--dataset", noname, "--schema", schema], ["--dataset", "column 2 of the header has no name"]),
+        "evaluate --synthetic unnamed column": (["evaluate", "--dataset", raw, "--schema", schema, "--synthetic", noname, "--seed", str(SEED)],
+                                                ["--synthetic", "has no name"]),
+        "mgd --truth unnamed column": (["mgd", "--truth", noname, "--schema", schema, "--synthetic", raw], ["--truth", "has no name"]),
+        "schema init unnamed column": (["schema", "init", noname, "--out", str(d / "draft.json")], ["RAW.csv", "has no name"]),
+        "synth --schema key twice": ([*synth, "--dataset", raw, "--schema", dup], ["--schema", "'bins' appears twice"]),
+        "synth --schema columns twice": ([*synth, "--dataset", raw, "--schema", str(d / "dupcol.json")], ["--schema", "'columns' appears twice"]),
+        "evaluate --schema key twice": (["evaluate", "--dataset", raw, "--schema", dup, "--synthetic", raw], ["--schema", "'bins' appears twice"]),
+        "mgd --schema key twice": (["mgd", "--truth", raw, "--schema", dup, "--synthetic", raw], ["--schema", "'bins' appears twice"]),
+    }[case]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", [
+    "synth --dataset unnamed column", "evaluate --synthetic unnamed column", "mgd --truth unnamed column",
+    "schema init unnamed column", "synth --schema key twice", "synth --schema columns twice",
+    "evaluate --schema key twice", "mgd --schema key twice",
+])  # fmt: skip
+def test_unnamed_columns_and_keys_given_twice_are_refused(cells, spy, capsys, case):
+    args, needles = _cell_case(cells, case)
+    before = _tree(cells)
+    assert main(args) == 2
+    _one_line_error(capsys.readouterr().err, *needles)
+    assert _tree(cells) == before and spy["untouched"]()
+
+
+# ----------------------------------------------------------------------------- nothing unrelated is replaced
+@pytest.mark.parametrize("command", ["synth", "sample"])
+@pytest.mark.parametrize(
+    "content",
+    ['{"notes": "my own file"}', "plain text\n", "[1, 2, 3]", '{"margsynth_version": "0.1", "seed": 1}', b"\xff\xfe"],
+    ids=["json", "text", "list", "some-keys", "binary"],
+)
+def test_an_existing_file_that_is_not_our_sidecar_is_never_replaced(toy_model, spy, capsys, command, content):
+    toy = toy_model.parent
+    side = toy / "o.csv.json"
+    side.write_bytes(content if isinstance(content, bytes) else content.encode())
+    args = (_synth(toy, "--seed", str(SEED), out=toy / "o.csv") if command == "synth"
+            else ["sample", str(toy_model), "--seed", str(SEED), "--out", str(toy / "o.csv")])  # fmt: skip
+    capsys.readouterr()
+    before = _tree(toy)
+    assert main(args) == 2
+    _one_line_error(capsys.readouterr().err, "--out", str(side), "is not the sidecar of an earlier margsynth run")
+    assert _tree(toy) == before and spy["untouched"]()
+
+
+def test_our_sidecars_old_and_new_are_replaced(toy_model, capsys):
+    toy = toy_model.parent
+    side = json.loads((toy / "first.csv.json").read_text())
+    assert side["format"] == "margsynth-sidecar"
+    assert main(_synth(toy, "--seed", "3", out=toy / "first.csv")) == 0  # ours: replaced
+    assert json.loads((toy / "first.csv.json").read_text())["seed"] == 3
+    old = {k: v for k, v in side.items() if k != "format"}  # a sidecar written before the marker existed
+    (toy / "first.csv.json").write_text(json.dumps(old))
+    assert main(["sample", str(toy_model), "--seed", "4", "--out", str(toy / "first.csv")]) == 0
+    new = json.loads((toy / "first.csv.json").read_text())
+    assert new["format"] == "margsynth-sidecar" and new["command"] == "sample" and new["seed"] == 4
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("kind", ["text", "other npz", "zip"])
+def test_save_model_replaces_only_a_model_file_of_ours(toy_model, spy, capsys, kind):
+    toy = toy_model.parent
+    target = toy / "keep.npz"
+    if kind == "text":
+        target.write_text("my notes\n")
+    elif kind == "other npz":
+        np.savez(target, weights=np.arange(5.0))
+    else:
+        import zipfile
+
+        with zipfile.ZipFile(target, "w") as z:
+            z.writestr("meta.npy", b"not an array")
+    capsys.readouterr()
+    before = _tree(toy)
+    assert main(_synth(toy, "--seed", str(SEED), "--save-model", str(target), out=toy / "o.csv")) == 2
+    _one_line_error(capsys.readouterr().err, "--save-model", str(target), "is not a model file of margsynth")
+    assert _tree(toy) == before and spy["untouched"]()
+
+
+def test_save_model_replaces_our_model(toy_model, capsys):
+    toy = toy_model.parent
+    old = toy_model.read_bytes()
+    assert main(_synth(toy, "--seed", "9", "--save-model", str(toy_model), out=toy / "o.csv")) == 0
+    assert toy_model.read_bytes() != old
+    capsys.readouterr()
+
+
+# ----------------------------------------------------------------------------- every size bounded before any charge
+def _npy_header(shape, descr="<f8") -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": descr, "fortran_order": False, "shape": shape})
+    return buf.getvalue()
+
+
+def _size_case(d, model, case):
+    import zipfile
+
+    raw = str(d / "raw.csv")
+    schema = json.loads((d / "schema.json").read_text())
+
+    def with_bins(bins, cols=("height",)):
+        s = json.loads(json.dumps(schema))
+        for c in s["columns"]:
+            if c["name"] in cols:
+                c.update(bins=bins, binning="uniform", bounds=[100, 250])
+        path = d / f"bins-{bins}.json"
+        path.write_text(json.dumps(s))
+        return str(path)
+
+    frame = pd.read_csv(d / "raw.csv")
+    frame.assign(width=frame["height"] - 10).to_csv(d / "two.csv", index=False)
+    two = str(d / "two.csv")
+
+    def two_floats(bins):
+        s = {"columns": [{"name": c, "kind": "numeric", "type": "float", "bounds": [100, 250], "bins": bins}
+                         for c in ("height", "width")]}  # fmt: skip
+        path = d / f"two-{bins}.json"
+        path.write_text(json.dumps(s))
+        return str(path)
+
+    def wide(n):
+        rng = np.random.default_rng(1)
+        pd.DataFrame(rng.integers(0, 2, (60, n)), columns=[f"c{i}" for i in range(n)]).to_csv(d / "wide.csv", index=False)
+        (d / "wide-dom.json").write_text(json.dumps({f"c{i}": 2 for i in range(n)}))
+        (d / "wide-schema.json").write_text(json.dumps({"columns": [
+            {"name": f"c{i}", "kind": "categorical", "categories": ["0", "1"]} for i in range(n)]}))  # fmt: skip
+        return str(d / "wide.csv")
+
+    synth = ["synth", "mst", "--epsilon", "1", "--delta", "1e-6", "--seed", str(SEED), "--out", str(d / "o.csv")]
+    huge_header = d / "huge.npz"
+    with zipfile.ZipFile(model) as src, zipfile.ZipFile(huge_header, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename == "theta_0.npy":
+                data = _npy_header((2**31,)) + b"\0" * 64
+            dst.writestr(info.filename, data)
+    bomb = d / "bomb.npz"
+    with zipfile.ZipFile(model) as src, zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            dst.writestr(info.filename, src.read(info))
+        dst.writestr("zeros.npy", _npy_header((2**22,)) + bytes(8 * 2**22))  # 32 MiB of zeros in about 32 KiB
+    sample = ["sample", "--seed", str(SEED), "--out", str(d / "s.csv")]
+    return {
+        "synth --schema bins 1e9": ([*synth, "--dataset", raw, "--schema", with_bins(10**9)], ["--schema", "column 'height'", "bins=1,000,000,000", "memory limit", "--memory-limit"]),
+        "evaluate --schema bins 1e9": (["evaluate", "--dataset", raw, "--schema", with_bins(10**9), "--synthetic", raw], ["--schema", "bins=1,000,000,000"]),
+        "mgd --schema bins 1e9": (["mgd", "--truth", raw, "--schema", with_bins(10**9), "--synthetic", raw], ["--schema", "bins=1,000,000,000"]),
+        "synth --schema a pair of 1e6 bins": ([*synth, "--dataset", two, "--schema", two_floats(10**6)], ["--schema", "domain too large", "1,000,000"]),
+        "evaluate --schema a pair of 1e6 bins": (["evaluate", "--dataset", two, "--schema", two_floats(10**6), "--synthetic", two],
+                                                  ["--schema", "tv-2way", "cells", "memory limit"]),
+        "evaluate --schema 1e4 bins": (["evaluate", "--dataset", two, "--schema", two_floats(10**4), "--synthetic", two,
+                                        "--metrics", "tv-1way,tv-2way"], ["--schema", "tv-2way", "100,000,000 cells"]),
+        "mgd --schema 1e4 bins": (["mgd", "--truth", two, "--schema", two_floats(10**4), "--synthetic", two], ["--schema", "AEMC", "100,000,000 cells"]),
+        "mgd --spec over a large marginal": (["mgd", "--truth", two, "--schema", two_floats(3000), "--synthetic", two, "--spec",
+                                              str(d / "spec.json")], ["--spec", "'height', 'width'", "9,000,000 cells"]),
+        "mgd --solver lp": (["mgd", "--truth", two, "--schema", two_floats(600), "--synthetic", two, "--solver", "lp", "--spec",
+                             str(d / "spec.json")], ["--spec", "360,000 cells", "AEMC, lp", "memory limit"]),
+        "synth columns": ([*synth, "--dataset", wide(300), "--domain", str(d / "wide-dom.json"), "--memory-limit", "8"],
+                          ["--dataset", "too many attributes", "300 attributes", "--memory-limit 8"]),
+        "synth --schema columns": ([*synth, "--dataset", wide(300), "--schema", str(d / "wide-schema.json"), "--memory-limit", "8"],
+                                   ["--dataset", "too many attributes", "300 attributes"]),
+        "synth --param synthetic_records": ([*synth, "--dataset", raw, "--schema", str(d / "schema.json"), "-p", "synthetic_records=100000",
+                                             "--memory-limit", "1"], ["--param synthetic_records=100000", "memory limit"]),
+        "synth --param iters": ([*synth, "--dataset", raw, "--schema", str(d / "schema.json"), "-p", "iters=100000000000000"],
+                                ["--param iters=100000000000000", "100,000,000,000,000 iterations", "memory limit"]),
+        "synth gem --param hidden": (["synth", "gem", *synth[2:], "--dataset", raw, "--schema", str(d / "schema.json"), "-p",
+                                      "hidden=[1000000000]"], ["--dataset", "with --param hidden=[1000000000]", "GEM needs about"]),
+        "synth --memory-limit 0": ([*synth, "--dataset", raw, "--schema", str(d / "schema.json"), "--memory-limit", "0"], ["--memory-limit", "'0'"]),
+        "evaluate --memory-limit nan": (["evaluate", "--dataset", raw, "--schema", str(d / "schema.json"), "--synthetic", raw, "--memory-limit", "nan"],
+                                        ["--memory-limit", "'nan'"]),
+        "sample a header claiming 2^31 values": ([*sample, str(huge_header)], ["MODEL", "theta_0", "(2147483648,)", "memory limit"]),
+        "sample a zip bomb": ([*sample, str(bomb), "--memory-limit", "16"], ["MODEL", "decompress to", "memory limit"]),
+        "sample --n over --memory-limit": ([*sample, str(model), "--n", "1000000", "--memory-limit", "1"], ["--n", "memory limit"]),
+    }[case]  # fmt: skip
+
+
+SIZE_CASES = [
+    "synth --schema bins 1e9", "evaluate --schema bins 1e9", "mgd --schema bins 1e9", "synth --schema a pair of 1e6 bins",
+    "evaluate --schema a pair of 1e6 bins", "evaluate --schema 1e4 bins", "mgd --schema 1e4 bins",
+    "mgd --spec over a large marginal", "synth columns", "synth --schema columns", "synth --param synthetic_records",
+    "synth --param iters", "synth gem --param hidden", "mgd --solver lp",
+    "synth --memory-limit 0", "evaluate --memory-limit nan", "sample a header claiming 2^31 values", "sample a zip bomb",
+    "sample --n over --memory-limit",
+]  # fmt: skip
+
+
+@pytest.fixture
+def rawmodel(rawtoy):
+    """``rawtoy`` with an MST model of it saved (before any spy is installed)."""
+    args = ["synth", "mst", "--dataset", str(rawtoy / "raw.csv"), "--schema", str(rawtoy / "schema.json"), "--epsilon",
+            "1", "--delta", "1e-6", "--out", str(rawtoy / "first.csv"), "-p", "iters=20", "--save-model", str(rawtoy / "m.npz")]  # fmt: skip
+    assert main(args) == 0
+    (rawtoy / "spec.json").write_text(json.dumps({"marginals": [{"attributes": ["height", "width"]}]}))
+    return rawtoy / "m.npz"
+
+
+@pytest.mark.parametrize("case", SIZE_CASES)
+def test_every_size_is_bounded_before_any_charge(rawmodel, spy, capsys, case):
+    """Sizes a user can ask for — a schema's bins, two huge columns, many columns, the
+    marginals evaluate and mgd tabulate, the records, a model file's arrays and its members
+    once decompressed — are checked against --memory-limit before any charge, draw or
+    allocation: exit 2, one line naming the argument and the size, quickly."""
+    d = rawmodel.parent
+    args, needles = _size_case(d, rawmodel, case)
+    capsys.readouterr()
+    before = _tree(d)
+    start = time.perf_counter()
+    assert main(args) == 2
+    assert time.perf_counter() - start < 60
+    _one_line_error(capsys.readouterr().err, *needles)
+    assert _tree(d) == before and spy["untouched"]()
+
+
+# ----------------------------------------------------------------------------- values at the edges of their types
+def _edge_case(d, case):
+    rng = np.random.default_rng(2)
+    ids = [str(int(v)) for v in rng.integers(2**62, 2**63 - 1, 200, dtype=np.int64)]
+    pd.DataFrame({"id": ids, "c": rng.choice(["x", "y"], 200)}).to_csv(d / "ids.csv", index=False)
+    disc = {"columns": [{"name": "id", "kind": "numeric", "type": "integer", "bounds": "discover", "bins": 8},
+                        {"name": "c", "kind": "categorical", "categories": "discover"}]}  # fmt: skip
+    (d / "disc.json").write_text(json.dumps(disc))
+    wide = {"columns": [{"name": "id", "kind": "numeric", "type": "integer", "bounds": [0, 2**63 - 1], "bins": 8},
+                        {"name": "c", "kind": "categorical", "categories": ["x", "y"]}]}  # fmt: skip
+    (d / "wide.json").write_text(json.dumps(wide))
+    synth = ["synth", "mst", "--seed", str(SEED), "--out", str(d / "o.csv")]
+    raw, schema = str(d / "raw.csv"), str(d / "schema.json")
+    return {
+        "64-bit ids, discovered bounds": ([*synth, "--dataset", str(d / "ids.csv"), "--schema", str(d / "disc.json"), "--epsilon", "1",
+                                           "--delta", "1e-6"], ["--dataset", "column 'id' row 0", "beyond +-2^53", "categorical"]),
+        "bounds up to 2^63": ([*synth, "--dataset", str(d / "ids.csv"), "--schema", str(d / "wide.json"), "--epsilon", "1", "--delta",
+                               "1e-6"], ["--schema", "column 'id'", "beyond +-2^53"]),
+        "epsilon 40, delta 1e-300, discovered categories": ([*synth, "--dataset", raw, "--schema", schema, "--epsilon", "40", "--delta",
+                                                             "1e-300"], ["epsilon=40.0", "delta=1e-300", "smallest normal float"]),
+    }[case]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", ["64-bit ids, discovered bounds", "bounds up to 2^63", "epsilon 40, delta 1e-300, discovered categories"])
+def test_values_at_the_edges_of_their_types_are_refused_before_noise(rawtoy, spy, capsys, case):
+    """Integers beyond 2^53 (64-bit identifiers) cannot be exact in float64: refused before any
+    charge with a message suggesting a categorical column; an (epsilon, delta) whose share for
+    category discovery would be subnormal is refused up front instead of failing after the
+    charges."""
+    args, needles = _edge_case(rawtoy, case)
+    before = _tree(rawtoy)
+    assert main(args) == 2
+    _one_line_error(capsys.readouterr().err, *needles)
+    assert _tree(rawtoy) == before and spy["untouched"]()
+
+
+def test_edges_that_hold(rawtoy, capsys):
+    """64-bit identifiers are drafted as categories; epsilon 40 with delta 1e-300 runs when
+    nothing needs category discovery; a direct run's sidecar never spends more than its total."""
+    _edge_case(rawtoy, "64-bit ids, discovered bounds")
+    assert main(["schema", "init", str(rawtoy / "ids.csv"), "--out", str(rawtoy / "draft.json")]) == 0
+    draft = json.loads((rawtoy / "draft.json").read_text())
+    assert draft["columns"][0]["kind"] == "categorical"
+    given = json.loads((rawtoy / "schema.json").read_text())
+    given["columns"][0].update(categories=["red", "green", "blue"], nullable=True)
+    (rawtoy / "given.json").write_text(json.dumps(given))
+    args = ["synth", "mst", "--dataset", str(rawtoy / "raw.csv"), "--schema", str(rawtoy / "given.json"), "--epsilon", "40",
+            "--delta", "1e-300", "--out", str(rawtoy / "o.csv"), "-p", "iters=20"]  # fmt: skip
+    assert main(args) == 0, capsys.readouterr().err
+    side = json.loads((rawtoy / "o.csv.json").read_text())
+    assert side["epsilon_spent"] <= 40 and side["delta"] <= 1e-300
+    for eps in ("0.1", "1", "3", "40"):
+        args = ["synth", "mst", "--dataset", str(rawtoy / "raw.csv"), "--schema", str(rawtoy / "given.json"), "--epsilon", eps,
+                "--delta", "1e-6", "--out", str(rawtoy / "o.csv"), "-p", "iters=5", "-p", "select_iters=5"]  # fmt: skip
+        assert main(args) == 0
+        budget = json.loads((rawtoy / "o.csv.json").read_text())["budget"]
+        assert budget["spent"] <= budget["total"]
+    capsys.readouterr()
+
+
+# ----------------------------------------------------------------------------- OS errors the user caused
+def _os_case(d, model, case):
+    long = "n" * 300
+    near = "m" * 240  # fits, but not with the temporary margsynth writes beside it
+    raw = str(d / "raw.csv")
+    synth = ["synth", "mst", "--dataset", raw, "--schema", str(d / "schema.json"), "--epsilon", "1", "--delta", "1e-6",
+             "--seed", str(SEED)]  # fmt: skip
+    return {
+        "schema init --out name too long": (["schema", "init", raw, "--out", str(d / f"{long}.json")], ["--out", "File name too long"]),
+        "schema init --out near the limit": (["schema", "init", raw, "--out", str(d / f"{near}.json")], ["--out", "File name too long"]),
+        "schema init --out in /proc": (["schema", "init", raw, "--out", "/proc/margsynth-schema.json"], ["--out", "cannot create a file in '/proc'"]),
+        "schema init --out in a folder named too long": (["schema", "init", raw, "--out", str(d / long / "s.json")], ["--out", "File name too long"]),
+        "synth --out name too long": ([*synth, "--out", str(d / f"{long}.csv")], ["--out", "File name too long"]),
+        "synth --save-model name too long": ([*synth, "--out", str(d / "o.csv"), "--save-model", str(d / f"{long}.npz")],
+                                             ["--save-model", "File name too long"]),
+        "synth --dataset name too long": (["synth", "mst", "--dataset", str(d / f"{long}.csv"), "--schema", str(d / "schema.json"),
+                                           "--epsilon", "1", "--delta", "1e-6", "--out", str(d / "o.csv")], ["--dataset", "File name too long"]),
+        "synth --schema name too long": ([*synth[:4], "--schema", str(d / f"{long}.json"), *synth[6:], "--out", str(d / "o.csv")],
+                                         ["--schema", "File name too long"]),
+        "sample --out name too long": (["sample", str(model), "--out", str(d / f"{long}.csv")], ["--out", "File name too long"]),
+        "evaluate --synthetic name too long": (["evaluate", "--dataset", raw, "--schema", str(d / "schema.json"), "--synthetic",
+                                                str(d / f"{long}.csv")], ["--synthetic", "File name too long"]),
+    }[case]  # fmt: skip
+
+
+OS_CASES = [
+    "schema init --out name too long", "schema init --out near the limit", "schema init --out in /proc",
+    "schema init --out in a folder named too long", "synth --out name too long", "synth --save-model name too long",
+    "synth --dataset name too long", "synth --schema name too long", "sample --out name too long",
+    "evaluate --synthetic name too long",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", OS_CASES)
+def test_os_errors_the_user_caused_exit_2_with_one_line(rawmodel, spy, capsys, case):
+    d = rawmodel.parent
+    args, needles = _os_case(d, rawmodel, case)
+    capsys.readouterr()
+    before = _tree(d)
+    assert main(args) == 2
+    _one_line_error(capsys.readouterr().err, *needles)
+    assert _tree(d) == before and spy["untouched"]()
+
+
+@pytest.mark.parametrize("err", ["EROFS", "EACCES"])
+def test_schema_init_on_a_read_only_place_exits_2(rawtoy, monkeypatch, capsys, err):
+    """A read-only file system (or a folder this user may not write to: root may write
+    anywhere, so the system's refusal is simulated where the temporary is created)."""
+    import errno
+
+    from margsynth.commands import _outputs
+
+    def refuse(target, suffix=None):
+        code = getattr(errno, err)
+        raise OSError(code, os.strerror(code), str(target))
+
+    monkeypatch.setattr(_outputs, "make_temporary", refuse)
+    before = _tree(rawtoy)
+    assert main(["schema", "init", str(rawtoy / "raw.csv"), "--out", str(rawtoy / "sub" / "s.json")]) == 2
+    _one_line_error(capsys.readouterr().err, "--out", "cannot create a file", os.strerror(getattr(errno, err)))
+    assert _tree(rawtoy) == before
+
+
+# ----------------------------------------------------------------------------- reproduce -p
+@pytest.mark.parametrize(
+    "params, needles",
+    [
+        (["-p", "nosuch", "1"], ["-p nosuch '1'", "not declared by the selected notebooks", "04_nist_mst_vs_mst: profile, seeds"]),
+        (["-p", "profile", "huge"], ["-p profile 'huge'", "not a profile"]),
+        (["--profile", "quick", "-p", "profile", "full"], ["-p profile 'full'", "contradicts"]),
+        (["-p", "epsilons", "3"], ["-p epsilons '3'", "a list"]),
+        (["-p", "iters", "10", "-p", "iters", "20"], ["-p iters '20'", "given twice"]),
+    ],
+)
+def test_reproduce_parameters_are_checked_before_any_notebook_runs(tmp_path, monkeypatch, capsys, params, needles):
+    import papermill
+
+    monkeypatch.setenv("MARGSYNTH_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.setattr(papermill, "execute_notebook", lambda *a, **k: pytest.fail("a notebook ran"))
+    assert main(["reproduce", "--only", "04", *params]) == 2
+    _one_line_error(capsys.readouterr().err, *needles)
+    assert not (tmp_path / "results").exists()
+
+
+# ----------------------------------------------------------------------------- messages name the argument
+def _named_case(toy, raw, case):
+    (toy / "hdr-codes.csv").write_text("x,y,z\n")
+    (raw / "hdr-raw.csv").write_text("colour,height,age,grade\n")
+    (toy / "spec.json").write_text(json.dumps({"marginals": [{"attributes": ["x", "w"]}]}))
+    priv, dom = str(toy / "priv.csv"), str(toy / "dom.json")
+    codes = ["--domain", dom]
+    rawsch = ["--schema", str(raw / "schema.json")]
+    synth = ["synth", "mst", "--epsilon", "1", "--delta", "1e-6", "--seed", str(SEED), "--out", str(toy / "o.csv")]
+    return {
+        "evaluate --synthetic header only": (["evaluate", "--dataset", priv, *codes, "--synthetic", str(toy / "hdr-codes.csv")],
+                                             ["--synthetic", str(toy / "hdr-codes.csv"), "has no rows"]),
+        "evaluate --schema --synthetic header only": (["evaluate", "--dataset", str(raw / "raw.csv"), *rawsch, "--synthetic", str(raw / "hdr-raw.csv")],
+                                                      ["--synthetic", "has no rows"]),
+        "mgd --synthetic header only": (["mgd", "--truth", priv, *codes, "--synthetic", str(toy / "hdr-codes.csv"), "--spec", str(toy / "dom.json")],
+                                        ["--synthetic", "has no rows"]),
+        "mgd --schema --synthetic header only": (["mgd", "--truth", str(raw / "raw.csv"), *rawsch, "--synthetic", str(raw / "hdr-raw.csv")],
+                                                 ["--synthetic", "has no rows"]),
+        "synth --dataset header only": ([*synth, "--dataset", str(toy / "hdr-codes.csv"), *codes], ["--dataset", "has no rows"]),
+        "synth --schema --dataset header only": ([*synth, "--dataset", str(raw / "hdr-raw.csv"), *rawsch], ["--dataset", "has no rows"]),
+        "evaluate --metrics unknown": (["evaluate", "--dataset", priv, *codes, "--synthetic", priv, "--metrics", "tv-1way,tv-9way"],
+                                       ["--metrics 'tv-1way,tv-9way'", "unknown metric 'tv-9way'"]),
+        "evaluate --metrics empty": (["evaluate", "--dataset", priv, *codes, "--synthetic", priv, "--metrics", ","], ["--metrics ','", "names no metric"]),
+        "synth --preset": ([*synth, "--dataset", priv, *codes, "--preset", "huge"], ["--preset 'huge'"]),
+        "synth --param unknown": ([*synth, "--dataset", priv, *codes, "-p", "foo=1"], ["--param foo=1", "bad parameters ['foo']"]),
+        "synth --param bad value": ([*synth, "--dataset", priv, *codes, "-p", "iters=-3"], ["--param iters=-3", "iters"]),
+        "synth --schema --param bad value": ([*synth, "--dataset", str(raw / "raw.csv"), *rawsch, "-p", "iters=-3"], ["--param iters=-3"]),
+        "synth MECHANISM": (["synth", "nosuch", *synth[2:], "--dataset", priv, *codes], ["MECHANISM 'nosuch'", "unknown mechanism"]),
+        "mgd --ordinal": (["mgd", "--truth", priv, *codes, "--synthetic", priv, "--ordinal", "q", "--spec", str(toy / "dom.json")],
+                          ["--ordinal 'q'", "not attributes of --domain"]),
+        "mgd --preset on records": (["mgd", "--truth", priv, *codes, "--synthetic", priv, "--preset", "baltimore-table1"],
+                                    ["--preset 'baltimore-table1'", "count files"]),
+        "mgd --spec unknown attribute": (["mgd", "--truth", priv, *codes, "--synthetic", priv, "--spec", str(toy / "spec.json")],
+                                         ["--spec", "unknown attribute(s) ['w']"]),
+    }[case]  # fmt: skip
+
+
+NAMED_CASES = [
+    "evaluate --synthetic header only", "evaluate --schema --synthetic header only", "mgd --synthetic header only",
+    "mgd --schema --synthetic header only", "synth --dataset header only", "synth --schema --dataset header only",
+    "evaluate --metrics unknown", "evaluate --metrics empty", "synth --preset", "synth --param unknown",
+    "synth --param bad value", "synth --schema --param bad value", "synth MECHANISM", "mgd --ordinal",
+    "mgd --preset on records", "mgd --spec unknown attribute",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", NAMED_CASES)
+def test_every_refusal_names_its_option(toy, rawtoy, spy, capsys, case):
+    args, needles = _named_case(toy, rawtoy, case)
+    if "--spec" in args and args[args.index("--spec") + 1].endswith("dom.json"):
+        args[args.index("--spec") + 1] = str(toy / "spec-xy.json")
+        (toy / "spec-xy.json").write_text(json.dumps({"marginals": [{"attributes": ["x", "y"]}]}))
+    before = _tree(toy), _tree(rawtoy)
+    assert main(args) == 2
+    _one_line_error(capsys.readouterr().err, *needles)
+    assert (_tree(toy), _tree(rawtoy)) == before and spy["untouched"]()
+
+
+@pytest.mark.parametrize("end", ["top", "bottom"])
+def test_a_range_discovered_at_the_ends_of_the_grid_stays_within_exact_integers(rawtoy, monkeypatch, end):
+    """Noise can place a sparse integer column's range in the grid's last bins (near +-2^63);
+    its bounds are kept within +-2^53 (every value is), so encoding, decoding and writing go
+    through instead of failing after the charges."""
+    from margsynth.data.loaders import read_raw_csv
+    from margsynth.tabular import discovery, synthesize
+    from margsynth.tabular.schema import INTEGER_LIMIT
+
+    real = discovery.discover_range
+    last = discovery.range_bins(True)[0].size - 1
+
+    def at_the_end(*a, **k):
+        _, info = real(*a, **k)
+        i = last if end == "top" else 0
+        return (i, i), {**info, "sparse": True}
+
+    monkeypatch.setattr(discovery, "discover_range", at_the_end)
+    frame = read_raw_csv(rawtoy / "raw.csv")
+    schema = {"columns": [{"name": "age", "kind": "numeric", "type": "integer", "bounds": "discover", "bins": 4},
+                          {"name": "grade", "kind": "ordinal", "categories": ["low", "mid", "high"]}]}  # fmt: skip
+    out, report = synthesize(frame, schema, "independent", epsilon=1.0, delta=1e-6, seed=SEED, iters=5)
+    lo, hi = report["preprocessing"]["columns"]["age"]["bounds"]
+    assert -INTEGER_LIMIT < lo <= hi < INTEGER_LIMIT
+    assert out["age"].between(lo, hi).all() and len(out) > 0
+
+
+@pytest.mark.parametrize(
+    "args, env, needles",
+    [
+        (["data", "fetch", "--from", "MISSING", "titanic"], None, ["--from", "is not a folder"]),
+        (["data", "fetch", "--from", "LONG", "titanic"], None, ["--from", "File name too long"]),
+        (["data", "fetch", "nope"], None, ["NAME 'nope'", "unknown dataset"]),
+        (["data", "verify", "titanic", "nope"], None, ["NAME 'nope'", "unknown dataset"]),
+        (["data", "fetch", "--from", "MIRROR", "titanic"], "/proc/margsynth-data", ["$MARGSYNTH_DATA_DIR", "cannot hold 'titanic'"]),
+    ],
+)
+def test_data_refusals_name_their_option(tmp_path, monkeypatch, capsys, args, env, needles):
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    (mirror / "benchmark").mkdir()
+    (mirror / "benchmark" / "titanic.zip").write_bytes(b"not the file")
+    args = [{"MISSING": str(tmp_path / "nope"), "LONG": str(tmp_path / ("l" * 300)), "MIRROR": str(mirror)}.get(a, a) for a in args]
+    monkeypatch.setenv("MARGSYNTH_DATA_DIR", env or str(tmp_path / "data"))
+    monkeypatch.setenv("MARGSYNTH_NO_DOWNLOAD", "1")
+    assert main(args) == 2
+    _one_line_error(capsys.readouterr().err, *needles)

@@ -84,6 +84,15 @@ def test_help_imports_nothing_heavy():
     assert tuple(out["mechanisms"]) == parsers.MECHANISMS
 
 
+def test_the_memory_limit_default_in_the_help_is_the_librarys():
+    """``--memory-limit``'s default, said in the help of synth, evaluate, mgd and sample without
+    importing numpy, is the library's :data:`MEMORY_LIMIT_MB`."""
+    from margsynth.commands import _args
+    from margsynth.mechanisms.base import MEMORY_LIMIT_MB
+
+    assert _args.DEFAULT_MEMORY_LIMIT_MB == MEMORY_LIMIT_MB
+
+
 @pytest.mark.parametrize("argv", [["--help"], ["synth", "--help"]])
 def test_help_exits_0_from_a_shell(argv):
     res = subprocess.run([sys.executable, "-m", "margsynth", *argv], capture_output=True, text=True, timeout=120,

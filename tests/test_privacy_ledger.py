@@ -6,8 +6,11 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from margsynth.privacy import BudgetLedger
 from margsynth.privacy import accounting as acc
@@ -274,3 +277,60 @@ def test_a_fully_spent_sub_budget_never_takes_its_parent_past_its_total(parts, e
         child.charge("other", share, f"part {i}")
     assert parent.spent <= parent.total and parent.spent >= parent.total * (1 - 1e-9)
     assert parent.spent_dp()[0] <= epsilon
+
+
+# ----------------------------------------------------------------------------- spent never above total
+_SPLITS = st.lists(st.integers(1, 1000), min_size=1, max_size=60)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    weights=_SPLITS,
+    epsilon=st.floats(1e-6, 1e3),
+    delta=st.sampled_from([1e-300, 1e-12, 1e-9, 1e-6, 0.1]),
+    currency=st.sampled_from(["zcdp", "gdp"]),
+)
+def test_a_budget_split_into_exact_shares_is_spent_in_full_never_past_its_total(weights, epsilon, delta, currency):
+    """Any split of the whole budget into shares (``portion`` of each fraction, the way
+    mechanisms split it) is accepted, and ``spent`` ends at the total without passing it,
+    not by one ulp; every recorded cost is the one asked for within the ledger's cost
+    tolerance, and the (ε, δ) spent stays within the request."""
+    led = BudgetLedger.from_dp(epsilon, delta, currency=currency)
+    total_w = sum(weights)
+    asked = [led.portion(w / total_w) for w in weights]
+    for i, c in enumerate(asked):
+        led.charge("other", c, f"share {i}")
+        assert led.spent <= led.total
+    assert led.spent >= led.total * (1 - 1e-9)
+    assert led.to_dict()["spent"] <= led.to_dict()["total"]
+    assert all(math.isclose(e.cost, c, rel_tol=1e-9) for e, c in zip(led.entries, asked))
+    assert list(led.report()["cumulative"])[-1] <= led.total
+    eps, d = led.spent_dp()
+    assert eps <= epsilon and d == delta
+
+
+@pytest.mark.parametrize("parts", [3, 7, 10])
+def test_equal_thirds_end_exactly_at_the_total(parts):
+    """MST's split (three charges of rho/3) and others: the last charge is recorded as what
+    remained when the shares add up past the total by rounding."""
+    for rho in np.geomspace(1e-9, 1e6, 400):
+        led = BudgetLedger(float(rho))
+        for i in range(parts):
+            led.charge("other", led.portion(1 / parts), f"part {i}")
+        assert led.spent <= led.total, (rho, led.spent - led.total)
+
+
+def test_a_charge_past_the_total_by_more_than_rounding_is_refused():
+    led = BudgetLedger(1.0)
+    led.charge("other", 1.0, "all")
+    assert led.spent == led.total == 1.0
+    with pytest.raises(ValueError, match="would overspend"):
+        led.charge("other", 1e-13, "a crumb")  # within the old slack, but not rounding: nothing remains
+    led = BudgetLedger(1.0)
+    led.charge("other", 0.99999, "most")
+    rest = led.remaining
+    with pytest.raises(ValueError, match="would overspend"):
+        led.charge("other", rest + 5e-13, "more than the rest")  # within the slack, but 5e-8 of the cost
+    assert len(led.entries) == 1 and led.spent == 0.99999
+    led.charge("other", rest * (1 + 1e-15), "the rest, rounded up")  # rounding: recorded as the rest
+    assert led.spent == led.total and math.isclose(led.entries[-1].cost, rest, rel_tol=1e-9)

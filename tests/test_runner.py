@@ -1,6 +1,7 @@
 """The notebook runner: parameters, outputs, manifest, failures, the experiment cache."""
 
 import json
+import re
 
 import nbformat
 import pytest
@@ -41,7 +42,7 @@ from margsynth.paths import results_dir
 def test_runner_executes_with_parameters_and_writes_manifest(sandbox):
     nb_dir, tmp = sandbox
     _tiny(nb_dir / "07_tiny.ipynb", BODY)
-    results, manifest_path = reproduce("full", parameters={"scale": 5, "unused": 1}, notebooks_dir=nb_dir, echo=lambda *a: None)
+    results, manifest_path = reproduce("full", parameters={"scale": 5}, notebooks_dir=nb_dir, echo=lambda *a: None)
     assert [r.status for r in results] == ["ok"]
     assert json.loads((tmp / "results/out.json").read_text()) == {"profile": "full", "scale": 5, "n": 1304}
     assert (tmp / "results/notebooks/07_tiny.ipynb").is_file()
@@ -50,6 +51,7 @@ def test_runner_executes_with_parameters_and_writes_manifest(sandbox):
     assert manifest["profile"] == "full" and manifest["packages"]["numpy"]
     nb = manifest["notebooks"][0]
     assert nb["parameters"] == {"profile": "full", "scale": 5} and nb["seconds"] > 0
+    assert nb["given"] == ["profile", "scale"]
     assert nb["data"][0]["dataset"] == "titanic"
     assert nb["data"][0]["source"] in ("real", "surrogate")
     if nb["data"][0]["source"] == "real":
@@ -110,3 +112,56 @@ def test_memoize_caches_and_figures_only_requires_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("MARGSYNTH_CACHE", "on")
     square(3)
     assert calls[-1] == ("v2", 3)
+
+
+def _declaring(path, cell):
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(cell, metadata={"tags": ["parameters"]}), nbformat.v4.new_code_cell("pass")]
+    nbformat.write(nb, path)
+
+
+@pytest.mark.parametrize(
+    "parameters, message",
+    [
+        ({"unused": 1}, "parameter 'unused' is not declared by the selected notebooks"),
+        ({"profile": "huge"}, "'huge' is not a profile"),
+        ({"profile": "full"}, "contradicts the profile 'quick'"),
+        ({"scale": "big"}, "parameter 'scale': 'big' is a string, but its default in 01_a.ipynb is 2, an integer"),
+        ({"scale": 2.5}, "2.5 is a number, but its default in 01_a.ipynb is 2"),
+        ({"scale": True}, "True is a boolean"),
+        ({"rate": "x"}, "its default in 02_b.ipynb is 0.5, a number"),
+        ({"flags": 1}, "its default in 02_b.ipynb is [1, 2], a list"),
+        ({"fast": 1}, "1 is an integer, but its default in 02_b.ipynb is False, a boolean"),
+    ],
+)
+def test_parameters_are_checked_before_any_notebook_runs(sandbox, monkeypatch, parameters, message):
+    """A name no selected notebook declares, a profile that is not one, a value of another type
+    than the default: refused before papermill runs anything, naming the parameter (and, for an
+    unknown name, every notebook's parameters)."""
+    import papermill
+
+    nb_dir, tmp = sandbox
+    _declaring(nb_dir / "01_a.ipynb", 'profile = "quick"\nscale = 2')
+    _declaring(nb_dir / "02_b.ipynb", 'profile = "quick"\nrate = 0.5\nflags = [1, 2]\nfast = False\nwhatever = None')
+    monkeypatch.setattr(papermill, "execute_notebook", lambda *a, **k: pytest.fail("a notebook ran"))
+    with pytest.raises(ValueError, match=re.escape(message)) as info:
+        reproduce("quick", parameters=parameters, notebooks_dir=nb_dir, echo=lambda *a: None)
+    if "unused" in parameters:
+        assert "01_a: profile, scale" in str(info.value) and "02_b: profile, rate, flags, fast, whatever" in str(info.value)
+    assert not (tmp / "results").exists()
+
+
+def test_each_notebook_runs_with_the_parameters_it_declares_and_the_manifest_says_so(sandbox):
+    nb_dir, tmp = sandbox
+    _declaring(nb_dir / "01_a.ipynb", 'profile = "quick"\nscale = 2')
+    _declaring(nb_dir / "02_b.ipynb", 'profile = "quick"\nrate = 0.5\nwhatever = None\ntotal = 50_000')
+    params = {"scale": 7, "rate": 1, "whatever": [1], "profile": "full"}
+    results, path = reproduce("full", parameters=params, notebooks_dir=nb_dir, echo=lambda *a: None)
+    assert [r.status for r in results] == ["ok", "ok"]
+    manifest = json.loads(path.read_text())
+    a, b = manifest["notebooks"]
+    assert a["parameters"] == {"profile": "full", "scale": 7} and a["given"] == ["profile", "scale"]
+    assert b["parameters"] == {"profile": "full", "rate": 1, "whatever": [1], "total": 50000}
+    assert b["given"] == ["profile", "rate", "whatever"]
+    assert manifest["parameters"] == params

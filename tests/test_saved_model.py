@@ -280,3 +280,44 @@ def test_sample_checks_its_arguments(runs):
     with pytest.raises(ValueError, match="rng must be an explicit numpy.random.Generator"):
         sampler.sample(10, 0)
     assert rng.bit_generator.state == state
+
+
+def _member_header(shape) -> bytes:
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": "<f8", "fortran_order": False, "shape": shape})
+    return buf.getvalue()
+
+
+def test_sizes_are_checked_before_anything_is_decompressed_or_allocated(runs, tmp_path):
+    """A header claiming 2^31 values (16 GiB), a member declaring more than the limit once
+    decompressed (a zip bomb), a file larger than the limit: refused with MemoryLimitError
+    naming the file, before the allocation; ``is_model_file`` tells ours from other files."""
+    from margsynth.mechanisms.base import MemoryLimitError
+    from margsynth.model_file import is_model_file
+
+    good = SavedModel.from_result(runs["mst"]).save(tmp_path / "good.npz")
+    assert is_model_file(good)
+    np.savez(tmp_path / "other.npz", x=np.arange(3))
+    (tmp_path / "text.npz").write_text("x\n")
+    assert not any(is_model_file(tmp_path / n) for n in ("other.npz", "text.npz", "missing.npz"))
+
+    def rewrite(name, change):
+        out = tmp_path / name
+        with zipfile.ZipFile(good) as src, zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as dst:
+            for info in src.infolist():
+                dst.writestr(info.filename, change(info.filename, src.read(info)))
+        return out
+
+    huge = rewrite("huge.npz", lambda n, b: _member_header((2**31,)) + bytes(16) if n == "theta_0.npy" else b)
+    with pytest.raises(MemoryLimitError, match=r"huge.npz.*theta_0.*\(2147483648,\).*memory limit"):
+        SavedModel.load(huge)
+    bomb = rewrite("bomb.npz", lambda n, b: _member_header((2**21,)) + bytes(8 * 2**21) if n == "theta_0.npy" else b)
+    assert bomb.stat().st_size < 2**20  # 16 MiB of zeros compress to a few KiB
+    with pytest.raises(MemoryLimitError, match=r"bomb.npz.*decompress to .*memory limit"):
+        SavedModel.load(bomb, memory_limit_mb=4)
+    with pytest.raises(MemoryLimitError, match=r"good.npz.*the file has"):
+        SavedModel.load(good, memory_limit_mb=good.stat().st_size / 2**21)
+    short = rewrite("short.npz", lambda n, b: _member_header((10**6,)) + bytes(16) if n == "theta_0.npy" else b)
+    with pytest.raises(ValueError, match=r"short.npz.*theta_0.npy.*more than the"):
+        SavedModel.load(short)
+    assert SavedModel.load(good, memory_limit_mb=64).domain == SavedModel.load(good).domain

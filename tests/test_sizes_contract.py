@@ -142,3 +142,76 @@ def test_query_workload_too_large_for_memory_is_refused_before_noise(name):
     with pytest.raises(ValueError, match=r"needs about [\d,]+ MiB for the 19,900 2-way marginals.*memory limit"):
         registry.create(name).run(data, 1.0, 1e-6, rng)
     assert rng.bit_generator.state == state
+
+
+# ----------------------------------------------------------------------------- the memory limit a run sets
+def test_memory_limit_is_set_per_run_and_read_by_every_check():
+    """``memory_limit(MB)`` sets the limit of every size check within it (and only there); the
+    attribute pairs are bounded too: 10,000 attributes need ~15 GiB of pair graph, refused at
+    the default limit before any data is touched."""
+    many = Domain.from_sizes({f"a{i}": 2 for i in range(10_000)})
+    with pytest.raises(base.MemoryLimitError, match=r"10,000 attributes make 49,995,000 pairs.*4,096 MiB"):
+        base.check_attribute_pairs(many)
+    with base.memory_limit(64 * 1024) as limit:
+        assert limit == base.current_memory_limit() == 64 * 1024
+        base.check_attribute_pairs(many)
+        with base.memory_limit(1):
+            with pytest.raises(base.MemoryLimitError, match="synthetic_records=100000"):
+                base.check_records(100_000, columns=3)
+        assert base.current_memory_limit() == 64 * 1024
+    assert base.current_memory_limit() == base.MEMORY_LIMIT_MB
+    for bad in (0, -1.0, float("nan"), float("inf"), True, "1"):
+        with pytest.raises(ValueError, match="memory_limit_mb"):
+            with base.memory_limit(bad):
+                pass
+
+
+def test_too_many_attributes_are_refused_by_validate_before_noise():
+    dom = Domain.from_sizes({f"a{i}": 2 for i in range(120)})  # 7,140 pairs: ~2.2 MiB of pair graph
+    data = Dataset(np.zeros((5, 120), dtype=int), dom)
+    rng = np.random.default_rng(3)
+    state = rng.bit_generator.state
+    with base.memory_limit(1.0):
+        with pytest.raises(base.MemoryLimitError, match="too many attributes: 120 attributes"):
+            registry.create("independent").run(data, 1.0, 1e-6, rng)
+    assert rng.bit_generator.state == state
+
+
+def test_raw_table_sizes_are_counted_before_anything_is_built():
+    """``prepare`` checks a schema's bins against its ``memory_limit_mb`` (a field of the run it
+    returns) before it reads a cell: a billion bins is refused at once, and the limit the run
+    keeps is the one given."""
+    import time
+
+    import pandas as pd
+
+    from margsynth.tabular import prepare
+
+    df = pd.DataFrame({"x": ["1.5", "2.5", "3.5"] * 20, "c": ["a", "b", "c"] * 20})
+    schema = {"columns": [{"name": "x", "kind": "numeric", "type": "float", "bounds": [0, 10], "bins": 10**9},
+                          {"name": "c", "kind": "categorical", "categories": ["a", "b", "c"]}]}  # fmt: skip
+    start = time.perf_counter()
+    with pytest.raises(base.MemoryLimitError, match=r"column 'x': bins=1,000,000,000"):
+        prepare(df, schema, "independent", epsilon=1.0, delta=1e-6)
+    assert time.perf_counter() - start < 5
+    schema["columns"][0]["bins"] = 5000
+    with pytest.raises(base.MemoryLimitError, match=r"column 'x': bins=5,000.*0 MiB memory limit"):
+        prepare(df, schema, "independent", epsilon=1.0, delta=1e-6, memory_limit_mb=0.5)
+    run = prepare(df, schema, "independent", epsilon=1.0, delta=1e-6, memory_limit_mb=64)
+    assert run.memory_limit_mb == 64.0
+
+
+@pytest.mark.parametrize("name, params, field", [
+    ("mst", {"iters": 10**14}, "generator.iters"), ("mst", {"select_iters": 10**14}, "select_iters"),
+    ("aim", {"iters": 10**14}, "iters"), ("independent", {"iters": 10**14}, "generator.iters"),
+])  # fmt: skip
+def test_iteration_counts_are_bounded_before_noise(name, params, field):
+    """A fit keeps one number per iteration: a count whose history cannot be allocated is
+    refused by name in validate, the rng untouched (it used to fail after every charge)."""
+    dom = Domain.from_sizes(SIZES)
+    data = Dataset(np.zeros((10, 3), dtype=int), dom)
+    rng = np.random.default_rng(3)
+    state = rng.bit_generator.state
+    with pytest.raises(base.MemoryLimitError, match=rf"{field}=100000000000000: a fit of"):
+        registry.create(name, **params).run(data, 1.0, 1e-6, rng)
+    assert rng.bit_generator.state == state

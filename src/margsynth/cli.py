@@ -23,6 +23,7 @@ How every command ends:
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import re
@@ -95,11 +96,18 @@ def _sigterm_raises():
         signal.signal(signal.SIGTERM, old)
 
 
+#: OS errors a path the user gave causes (besides the ones of :func:`_user_error`'s classes):
+#: a name too long for the file system, a read-only file system, a loop of symbolic links.
+_USER_ERRNOS = (errno.ENAMETOOLONG, errno.EROFS, errno.ELOOP)
+
+
 def _user_error(exc: BaseException) -> str | None:
     """The one-line message of a user error, or None for an internal error."""
     if isinstance(exc, ValueError):
         return str(exc)
-    if isinstance(exc, (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)):
+    if isinstance(exc, (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)) or (
+        isinstance(exc, OSError) and exc.errno in _USER_ERRNOS
+    ):
         return f"{exc.filename}: {exc.strerror}" if exc.filename else str(exc)
     return None
 

@@ -18,11 +18,18 @@ decodes to the raw columns. :meth:`SavedModel.save` writes one ``.npz`` file and
 
 The file holds JSON metadata (UTF-8 bytes in the array ``meta``) and plain numeric
 arrays only (``theta_<i>``: the log-potential of clique ``i``; ``support_<j>_<k>``: the
-kept-value mask of attribute ``k`` in reversal step ``j``). It is read with
-``numpy.load(allow_pickle=False)``: loading a file made by someone else runs no code
-from it, and every field is checked (a malformed file is a ``ValueError`` naming the
-file and the field): the domains by :meth:`margsynth.domain.Attribute.from_dict`, the
-junction tree by :func:`margsynth.inference.pgm.check_junction_tree`.
+kept-value mask of attribute ``k`` in reversal step ``j``). It is read
+as plain arrays (``numpy.lib.format`` with ``allow_pickle=False``): loading a file made by
+someone else runs no code from it, and every field is checked (a malformed file is a
+``ValueError`` naming the file and the field): the domains by
+:meth:`margsynth.domain.Attribute.from_dict`, the junction tree by
+:func:`margsynth.inference.pgm.check_junction_tree`. Before anything is decompressed or
+allocated, the file's size, its number of members, their declared sizes once
+decompressed and every array's shape in its header are checked against the memory limit
+(:func:`margsynth.mechanisms.base.current_memory_limit`, or ``memory_limit_mb``): a
+header claiming 2^31 values, or a small file that would decompress to gigabytes, is
+refused with :class:`~margsynth.mechanisms.base.MemoryLimitError`. :func:`is_model_file`
+says whether a file is one of ours (``synth --save-model`` replaces only such a file).
 
 Where it sits: in the top layer, beside ``margsynth.commands`` and ``margsynth.cli``
 (domain/dataset/timing/paths -> data -> privacy -> metrics -> inference -> mechanisms ->
@@ -38,10 +45,12 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from struct import error as struct_error
 from typing import Any
 
 import numpy as np
@@ -50,19 +59,103 @@ from .dataset import Dataset
 from .domain import Attribute, Domain
 from .inference.pgm import GraphicalModel, JunctionTree, check_junction_tree
 from .jsonable import finite_json, plain_json
+from .mechanisms.base import MemoryLimitError, check_memory_limit, current_memory_limit
 from .mechanisms.compression import Compression
 from .mechanisms.sampler import PGMSampler, pgm_mechanisms
 from .paths import atomic_path
 from .rules import RuleSet, as_rules
 from .tabular import Encoder
 
-__all__ = ["FORMAT", "VERSION", "SavedModel"]
+__all__ = ["FORMAT", "VERSION", "SavedModel", "is_model_file"]
 
 FORMAT = "margsynth-model"
 VERSION = 1
 #: Keys of a run's sidecar left out of a saved model: wall-clock times differ between two runs
 #: of the same seed, and without them the same run gives a byte-identical file.
 _TIMINGS = ("seconds", "wall_seconds")
+
+
+#: Memory held per member of a model file's archive while its directory is read (an
+#: estimate of Python's ``ZipInfo`` objects): the number of members is bounded by it.
+MEMBER_BYTES = 1024
+#: The largest ``meta`` member :func:`is_model_file` reads to recognise a file.
+_META_PEEK_BYTES = 64 * 2**20
+
+
+def _archive(raw: bytes, where: str, limit_mb: float) -> zipfile.ZipFile:
+    """The zip archive in ``raw`` after bounding its number of members (read from its end
+    record, before the directory is parsed) and their declared sizes once decompressed
+    (a member never decompresses past its declared size) by ``limit_mb`` MiB."""
+    budget = limit_mb * 2**20
+    buf = io.BytesIO(raw)
+    try:
+        end = zipfile._EndRecData(buf)  # the end-of-directory record: the number of members
+    except (OSError, ValueError, struct_error):
+        end = None
+    if not end:
+        raise zipfile.BadZipFile("File is not a zip file")
+    members = int(end[zipfile._ECD_ENTRIES_TOTAL])
+    if members * MEMBER_BYTES > budget:
+        raise MemoryLimitError(
+            f"{where}: the archive lists {members:,} members, about {members * MEMBER_BYTES / 2**20:,.0f} MiB to read, "
+            f"more than the {limit_mb:,.0f} MiB memory limit"
+        )
+    zf = zipfile.ZipFile(buf)
+    declared = sum(i.file_size for i in zf.infolist())
+    if declared > budget:
+        raise MemoryLimitError(
+            f"{where}: its members decompress to {declared:,} bytes ({declared / 2**20:,.0f} MiB), more than the "
+            f"{limit_mb:,.0f} MiB memory limit; expected a model file that fits it"
+        )
+    return zf
+
+
+def _read_npy(zf: zipfile.ZipFile, info: zipfile.ZipInfo, where: str, limit_mb: float) -> np.ndarray:
+    """The plain array of one ``.npy`` member, its header's shape and type checked first: no
+    objects (nothing is unpickled), and no more bytes than the member declares or the memory
+    limit holds."""
+    with zf.open(info) as fh:
+        version = np.lib.format.read_magic(fh)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+        elif version in ((2, 0), (3, 0)):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
+        else:  # pragma: no cover - read_magic accepts only these
+            raise ValueError(f"npy format version {version}")
+        if dtype.hasobject:
+            raise ValueError("it holds Python objects; expected plain numbers")
+        nbytes = math.prod(int(d) for d in shape) * dtype.itemsize
+        if nbytes > limit_mb * 2**20:
+            raise MemoryLimitError(
+                f"{where}: its header claims an array of shape {tuple(shape)} ({nbytes:,} bytes, "
+                f"{nbytes / 2**20:,.0f} MiB), more than the {limit_mb:,.0f} MiB memory limit"
+            )
+        if nbytes > info.file_size:
+            raise ValueError(f"its header claims {nbytes:,} bytes of data, more than the {info.file_size:,} it holds")
+        data = fh.read(nbytes)
+    if len(data) != nbytes:
+        raise ValueError(f"it holds {len(data):,} bytes of data, its header says {nbytes:,}")
+    arr = np.frombuffer(data, dtype=dtype)
+    return arr.reshape(shape, order="F" if fortran else "C").copy()
+
+
+def is_model_file(path: str | Path) -> bool:
+    """Whether ``path`` is a model file of margsynth (any version): a zip archive whose ``meta``
+    array holds JSON with ``"format": "margsynth-model"``. Reads at most its directory and
+    the ``meta`` member (bounded); never raises."""
+    try:
+        raw = Path(path).read_bytes()
+        zf = _archive(raw, str(path), current_memory_limit())
+        info = zf.getinfo("meta.npy")
+        if info.file_size > _META_PEEK_BYTES:
+            return False
+        meta = _read_npy(zf, info, "meta", current_memory_limit())
+        if meta.dtype != np.uint8 or meta.ndim != 1:
+            return False
+        obj = json.loads(meta.tobytes().decode("utf-8"))
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError, UnicodeDecodeError, RecursionError):
+        return False
+    return isinstance(obj, dict) and obj.get("format") == FORMAT
 
 
 def _domain_json(domain: Domain) -> list[dict[str, Any]]:
@@ -194,9 +287,7 @@ class SavedModel:
         """``n`` records as a DataFrame: decoded to the raw columns (raw order and types) when the
         run came from a raw table, else integer codes in the run's column order."""
         data = self.sample(n, rng)
-        if self.encoder is not None:
-            return self.decoder().decode(data, rng)
-        frame = data.df
+        frame = self.decoder().decode(data, rng) if self.encoder is not None else data.df
         return frame[list(self.columns)] if self.columns is not None else frame
 
     def decoder(self) -> Encoder | None:
@@ -259,26 +350,42 @@ class SavedModel:
         return path
 
     @classmethod
-    def load(cls, path: str | Path) -> SavedModel:
+    def load(cls, path: str | Path, *, memory_limit_mb: float | None = None) -> SavedModel:
         """Read a file written by :meth:`save`; ``ValueError`` naming the file and the
-        field for anything that is not such a file. Nothing in it is executed."""
+        field for anything that is not such a file. Nothing in it is executed. Its sizes —
+        the file, its members, their decompressed sizes, every array's shape — are checked
+        against ``memory_limit_mb`` MiB (``None``: :func:`~margsynth.mechanisms.base.current_memory_limit`)
+        before anything is decompressed or allocated (:class:`~margsynth.mechanisms.base.MemoryLimitError`)."""
         path = Path(path)
         r = _Reader(path)
+        limit = current_memory_limit() if memory_limit_mb is None else check_memory_limit(memory_limit_mb)
         try:
+            size = path.stat().st_size
+            if size > limit * 2**20:
+                raise MemoryLimitError(
+                    f"{str(path)!r}: the file has {size:,} bytes ({size / 2**20:,.0f} MiB), more than the "
+                    f"{limit:,.0f} MiB memory limit"
+                )
             raw = path.read_bytes()
         except OSError as exc:
             raise ValueError(f"{str(path)!r} cannot be read ({exc.strerror}); expected a model file") from None
+        arrays = {}
         try:
-            archive = np.load(io.BytesIO(raw), allow_pickle=False)
-            if not isinstance(archive, np.lib.npyio.NpzFile):
-                raise ValueError("a single array")
-            with archive as z:
-                arrays = {k: z[k] for k in z.files}
+            zf = _archive(raw, repr(str(path)), limit)
+            for info in zf.infolist():
+                key = info.filename.removesuffix(".npy")
+                if not info.filename.endswith(".npy") or key in arrays:
+                    raise ValueError(f"member {info.filename!r} is not one array")
+                try:
+                    arrays[key] = _read_npy(zf, info, f"{str(path)!r}: {key}", limit)
+                except MemoryLimitError:
+                    raise
+                except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+                    raise ValueError(f"member {info.filename!r}: {exc}") from None
+        except MemoryLimitError:
+            raise
         except (ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:
             raise r.fail("file", f"not a numpy .npz archive of plain arrays ({str(exc)[:120]})") from None
-        for k, v in arrays.items():
-            if not isinstance(v, np.ndarray):
-                raise r.fail(k, "not a numpy array")
         if "meta" not in arrays or arrays["meta"].dtype != np.uint8 or arrays["meta"].ndim != 1:
             raise r.fail("meta", "missing (no JSON metadata)")
         try:

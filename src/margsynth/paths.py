@@ -22,6 +22,7 @@ __all__ = [
     "data_dir",
     "figures_dir",
     "make_temporary",
+    "make_temporary_name",
     "project_root",
     "results_dir",
     "stale_temporaries",
@@ -82,7 +83,7 @@ def make_temporary(target: str | Path, suffix: str | None = None) -> Path:
     the process umask gives a new file, as ``open(path, "w")`` would."""
     target = Path(target)
     for _ in range(100):
-        tmp = target.with_name(f".{target.name}{_TMP_TAG}{os.getpid()}-{secrets.token_hex(4)}{suffix or '.part'}")
+        tmp = target.with_name(make_temporary_name(target, suffix, secrets.token_hex(4)))
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         except FileExistsError:
@@ -90,6 +91,12 @@ def make_temporary(target: str | Path, suffix: str | None = None) -> Path:
         os.close(fd)
         return tmp
     raise FileExistsError(f"could not create a temporary file beside {target}")  # pragma: no cover
+
+
+def make_temporary_name(target: str | Path, suffix: str | None = None, token: str = "0" * 8) -> str:
+    """The name :func:`make_temporary` gives a temporary beside ``target`` (``token``: its
+    random part), e.g. to check up front that the file system can hold it."""
+    return f".{Path(target).name}{_TMP_TAG}{os.getpid()}-{token}{suffix or '.part'}"
 
 
 def _pid_alive(pid: int) -> bool:

@@ -7,10 +7,20 @@ runs, ``full`` for paper scale). Executed copies go to ``results/notebooks/``
 place), figures to ``figures/``, tables to ``results/tables/``. A run
 manifest (JSON) records the commit, parameters, package versions, the
 datasets each notebook read (real or surrogate, with SHA-256) and wall time.
+
+Parameters given to :func:`reproduce` are checked before any notebook runs, against what
+the selected notebooks declare (:func:`notebook_parameters`, papermill's reading of the
+``parameters`` cell): a name none of them declares is refused (naming every notebook's
+parameters), ``profile`` takes only :data:`PROFILES`, and a value whose type differs from
+the parameter's default (a string for a number, a number for a list, ...) is refused; a
+default of ``None`` takes any value. Each notebook gets the parameters it declares, and
+the manifest records, per notebook, the value every parameter ran with (``parameters``:
+the value given, else the default) and which were given (``given``).
 """
 
 from __future__ import annotations
 
+import ast
 import datetime as _dt
 import json
 import os
@@ -29,7 +39,15 @@ from tqdm.auto import tqdm
 from .paths import atomic_path, project_root, results_dir
 from .timing import Stopwatch
 
-__all__ = ["NotebookFailure", "NotebookResult", "discover", "reproduce", "run_notebook"]
+__all__ = [
+    "NotebookFailure",
+    "NotebookResult",
+    "check_parameters",
+    "discover",
+    "notebook_parameters",
+    "reproduce",
+    "run_notebook",
+]
 
 PROFILES = ("quick", "full")
 PACKAGES = (
@@ -48,9 +66,10 @@ class NotebookResult:
     status: str  # "ok" or "failed"
     seconds: float
     output: str
-    parameters: dict[str, Any]
+    parameters: dict[str, Any]  # every parameter's value in the run: the one given, else the default
     data: list[dict] = field(default_factory=list)
     error: str | None = None
+    given: list[str] = field(default_factory=list)  # the parameters given (injected by papermill)
 
 
 def discover(notebooks_dir: Path | None = None, only: list[str] | None = None) -> list[Path]:
@@ -69,17 +88,80 @@ def discover(notebooks_dir: Path | None = None, only: list[str] | None = None) -
     return sorted(picked)
 
 
-def _parameter_names(path: Path) -> set[str] | None:
+def _literal(text: str) -> Any:
+    """A default's source as a Python value (``"50_000"`` -> 50000), else the text itself."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text
+
+
+def notebook_parameters(path: Path) -> dict[str, Any] | None:
+    """The parameters the notebook's cell tagged ``parameters`` declares, name -> default (a
+    Python value, or the source text of a default that is not a literal), in their order
+    (``papermill.inspect_notebook``); ``None`` when no cell is tagged ``parameters``."""
     nb = nbformat.read(path, as_version=4)
-    for cell in nb.cells:
-        if cell.cell_type == "code" and "parameters" in cell.get("metadata", {}).get("tags", []):
-            names = set()
-            for line in cell.source.splitlines():
-                head = line.split("#", 1)[0]
-                if "=" in head and not head.startswith((" ", "\t")):
-                    names.add(head.split("=", 1)[0].strip().split(":")[0].strip())
-            return names
-    return None
+    if not any(c.cell_type == "code" and "parameters" in c.get("metadata", {}).get("tags", []) for c in nb.cells):
+        return None
+    return {name: _literal(p["default"]) for name, p in pm.inspect_notebook(str(path)).items()}
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "None"
+    name = {str: "string", bool: "boolean", int: "integer", float: "number"}.get(type(value), type(value).__name__)
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
+def _fits(value: Any, default: Any) -> bool:
+    """Whether ``value`` has the type of the parameter's ``default`` (``None``: any; a float
+    takes an int; a bool is not a number)."""
+    if default is None:
+        return True
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(value, bool) and isinstance(default, bool)
+    if isinstance(default, float):
+        return isinstance(value, (int, float))
+    return isinstance(value, type(default))
+
+
+def check_parameters(paths: list[Path], profile: str, parameters: dict[str, Any] | None) -> dict[Path, dict[str, Any]]:
+    """The parameters each of ``paths`` runs with (``profile`` and the given ones it declares),
+    after the checks of the module docstring; ``ValueError`` starting ``parameter 'NAME'``
+    for the first that fails. Nothing runs."""
+    if profile not in PROFILES:
+        raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
+    declared = {}
+    for path in paths:
+        names = notebook_parameters(path)
+        if names is None:
+            raise ValueError(f"{path.name}: no code cell tagged 'parameters'")
+        if "profile" not in names:
+            raise ValueError(f"{path.name}: its parameters cell defines no 'profile'")
+        declared[path] = names
+    given = dict(parameters or {})
+    if "profile" in given:
+        value = given.pop("profile")
+        if not isinstance(value, str) or value not in PROFILES:
+            raise ValueError(f"parameter 'profile': {value!r} is not a profile; expected one of {list(PROFILES)}")
+        if value != profile:
+            raise ValueError(f"parameter 'profile': {value!r} contradicts the profile {profile!r}; give the profile once")
+    for name, value in given.items():
+        having = [p for p in paths if name in declared[p]]
+        if not having:
+            listing = "; ".join(f"{p.stem}: {', '.join(declared[p])}" for p in paths)
+            raise ValueError(
+                f"parameter {name!r} is not declared by the selected notebooks; expected one of their parameters "
+                f"({listing})"
+            )
+        for p in having:
+            default = declared[p][name]
+            if not _fits(value, default):
+                raise ValueError(
+                    f"parameter {name!r}: {value!r} is {_type_name(value)}, but its default in {p.name} is "
+                    f"{default!r}, {_type_name(default)}; expected {_type_name(default)}"
+                )
+    return {p: {"profile": profile, **{k: v for k, v in given.items() if k in declared[p]}} for p in paths}
 
 
 def run_notebook(
@@ -87,17 +169,8 @@ def run_notebook(
 ) -> NotebookResult:
     """Execute one notebook with papermill; never raises for a notebook error
     (the result says ``failed`` and names the cell and error)."""
-    if profile not in PROFILES:
-        raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
-    names = _parameter_names(path)
-    if names is None:
-        raise ValueError(f"{path.name}: no code cell tagged 'parameters'")
-    if "profile" not in names:
-        raise ValueError(f"{path.name}: its parameters cell defines no 'profile'")
-    params = {"profile": profile}
-    for k, v in (parameters or {}).items():
-        if k in names:
-            params[k] = v
+    names = notebook_parameters(path)
+    params = check_parameters([path], profile, {k: v for k, v in (parameters or {}).items() if k in (names or {})})[path]
     out_dir = out_dir or results_dir() / "notebooks"
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / path.name
@@ -137,7 +210,8 @@ def run_notebook(
         prov.unlink()
     return NotebookResult(
         path.name, "failed" if error else "ok", round(seconds, 2),
-        str(out_dir / (f"{path.stem}.failed.ipynb" if error else path.name)), params, data, error,
+        str(out_dir / (f"{path.stem}.failed.ipynb" if error else path.name)), {**names, **params}, data, error,
+        sorted(params),
     )  # fmt: skip
 
 
@@ -175,6 +249,7 @@ def reproduce(
     paths = discover(notebooks_dir, only)
     if not paths:
         raise ValueError("no notebooks to run")
+    per_notebook = check_parameters(paths, profile, parameters)  # every check before any notebook runs
     saved = os.environ.get("MARGSYNTH_CACHE")
     if figures_only:
         os.environ["MARGSYNTH_CACHE"] = "require"
@@ -182,7 +257,7 @@ def reproduce(
     results = []
     try:
         for path in tqdm(paths, desc=f"notebooks ({profile})", unit="nb", file=sys.stderr):
-            res = run_notebook(path, profile, parameters)
+            res = run_notebook(path, profile, per_notebook[path])
             results.append(res)
             src = sorted({d["source"] for d in res.data}) or ["none"]
             echo(f"{res.status.upper():6s} {res.notebook:40s} {res.seconds:8.1f} s  data: {'/'.join(src)}")

@@ -6,7 +6,18 @@ from __future__ import annotations
 import argparse
 import math
 
-__all__ = ["DELTA_MIN", "EPSILON_RANGE", "check_budget", "count_arg", "delta_arg", "epsilon_arg", "seed_arg", "share_arg"]
+__all__ = [
+    "DEFAULT_MEMORY_LIMIT_MB",
+    "DELTA_MIN",
+    "EPSILON_RANGE",
+    "check_budget",
+    "count_arg",
+    "delta_arg",
+    "epsilon_arg",
+    "memory_arg",
+    "seed_arg",
+    "share_arg",
+]
 
 # The (ε, δ) the privacy accounting is checked on (zCDP with Prop. 4 or the
 # Canonne-Kamath-Steinke conversion, Gaussian DP, NIST-MST's Eq. 5.1): below
@@ -91,4 +102,21 @@ def count_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer; expected an integer >= 1") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} is not >= 1; expected an integer >= 1")
+    return value
+
+
+#: ``--memory-limit``'s default for the help texts: ``margsynth.mechanisms.base.MEMORY_LIMIT_MB``
+#: (this module imports no numpy, so it repeats the number; tests/test_cli_startup.py checks
+#: that the two agree). The commands pass ``None`` on, and the library uses its own default.
+DEFAULT_MEMORY_LIMIT_MB = 4096
+
+
+def memory_arg(text: str) -> float:
+    """A memory limit in MiB: a finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; expected a number of MiB > 0") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number > 0; expected a number of MiB > 0")
     return value

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,13 +17,16 @@ from ..data.loaders import load_registered
 from ..data.loaders import read_raw_csv as read_text
 from ..data.registry import dataset_info
 from ..domain import Domain
+from ..mechanisms.base import MemoryLimitError, memory_limit
 from ..tabular import Schema
+from ..tabular.encoder import check_sizes
 
 __all__ = [
     "Input",
     "check_input_file",
     "file_sha256",
     "is_file_arg",
+    "memory_budget",
     "read_csv_dataset",
     "read_domain",
     "raw_input",
@@ -51,8 +56,27 @@ def file_sha256(path: str | Path) -> str:
     return h.hexdigest()
 
 
+@contextmanager
+def memory_budget(limit_mb: float | None) -> Iterator[float]:
+    """Within the block every size check uses ``--memory-limit`` (``limit_mb``; ``None``: the
+    library's default, :data:`margsynth.mechanisms.base.MEMORY_LIMIT_MB`), and a size it
+    refuses says how to raise the limit."""
+    with memory_limit(limit_mb) as limit:
+        try:
+            yield limit
+        except MemoryLimitError as exc:
+            raise MemoryLimitError(f"{exc} (--memory-limit {limit:g} MiB; raise it to allow more)") from None
+
+
 def check_input_file(option: str, value: str | Path, expected: str) -> Path:
     """``value`` as a readable regular file, or ``ValueError`` naming ``option``, the value and ``expected``."""
+    try:
+        return _check_input_file(option, value, expected)
+    except OSError as exc:  # a name too long for the system, a folder we may not look into, ...
+        raise ValueError(f"{option} {str(value)!r}: {exc.strerror or exc}; expected {expected}") from None
+
+
+def _check_input_file(option: str, value: str | Path, expected: str) -> Path:
     p = Path(value)
     if p.is_dir():
         raise ValueError(f"{option} {str(value)!r} is a folder; expected {expected}")
@@ -93,21 +117,27 @@ def read_domain(option: str, value: str | Path, ordinal=()):
         raise ValueError(msg if msg.startswith(option) else f"{option} {msg}") from None
 
 
-def read_csv_dataset(option: str, value: str | Path, domain):
-    """A CSV of integer codes over ``domain``, with errors naming ``option``."""
+def read_csv_dataset(option: str, value: str | Path, domain, *, need_rows: bool = True):
+    """A CSV of integer codes over ``domain`` (``need_rows``: with at least one record); errors name ``option``."""
     path = check_input_file(option, value, "a CSV file of integer codes")
     try:
-        return load_csv(path, domain)
+        data = load_csv(path, domain)
     except ValueError as exc:
         raise ValueError(f"{option} {exc}") from None
+    if need_rows and len(data) == 0:
+        raise ValueError(f"{option} {str(value)!r} has no rows; expected a header row and at least one record")
+    return data
 
 
 def is_file_arg(arg: str) -> bool:
     """Whether ``--dataset``/``--public`` names a file (or a folder given by mistake) rather than a
     registered dataset; a registered name wins over a folder of the same name in the working directory."""
-    if arg.endswith((".csv", ".zip", ".CSV")) or "/" in arg or Path(arg).is_file():
+    if arg.endswith((".csv", ".zip", ".CSV")) or "/" in arg:
         return True
-    return Path(arg).exists() and arg not in RECORD_DATASETS
+    try:
+        return Path(arg).is_file() or (Path(arg).exists() and arg not in RECORD_DATASETS)
+    except OSError:  # e.g. a name too long to be a file: the file checks say so
+        return arg not in RECORD_DATASETS
 
 
 def use_registered(name: str, allow_surrogate: bool) -> tuple[str, dict[str, str]]:
@@ -127,9 +157,13 @@ def resolve_dataset(arg: str, domain_json: str | None, *, what: str = "--dataset
     """The dataset named by ``--dataset``/``--public`` (``what``): a registered name or a CSV (+ domain JSON)."""
     if is_file_arg(arg):
         path = Path(arg)
-        if path.is_dir():
+        try:
+            is_dir, exists = path.is_dir(), path.exists()
+        except OSError as exc:  # a name too long for the system, ...
+            raise ValueError(f"{what} {arg!r}: {exc.strerror}; expected a CSV file or a registered dataset name") from None
+        if is_dir:
             raise ValueError(f"{what} {arg!r} is a folder; expected a CSV file or a registered dataset name")
-        if not path.exists():
+        if not exists:
             raise ValueError(f"{what} file {arg!r} does not exist; expected a CSV file or a registered dataset name")
         if domain_json is None:
             raise ValueError(f"{what} {arg!r} is a CSV: pass its domain with --domain JSON")
@@ -152,28 +186,35 @@ def read_schema(option: str, value: str | Path):
     expected = "a schema JSON file (margsynth schema init drafts one)"
     check_input_file(option, value, expected)
     try:
-        return Schema.load(value)
+        schema = Schema.load(value)
+        check_sizes(schema)  # its bins counted against --memory-limit before anything is built
+        return schema
     except UnicodeDecodeError:
         raise ValueError(f"{option} {str(value)!r} is not text; expected {expected}") from None
     except ValueError as exc:
         msg = str(exc).removeprefix(f"schema {str(value)!r}: ")
-        raise ValueError(f"{option} {str(value)!r}: {msg}") from None
+        raise type(exc)(f"{option} {str(value)!r}: {msg}") from None
 
 
-def read_raw_csv(option: str, value: str | Path):
+def read_raw_csv(option: str, value: str | Path, *, need_rows: bool = True):
     """A raw CSV as text, read as the registered raw tables are
-    (:func:`margsynth.data.loaders.read_raw_csv`), with errors naming ``option``."""
+    (:func:`margsynth.data.loaders.read_raw_csv`), with errors naming ``option``;
+    ``need_rows``: a header without records is refused."""
     path = check_input_file(option, value, "a raw CSV file with a header row")
     try:
-        return read_text(path)
+        frame = read_text(path)
     except ValueError as exc:
         msg = str(exc).removeprefix(f"{path}: ")
         raise ValueError(f"{option} {str(value)!r}: {msg}") from None
+    if need_rows and len(frame) == 0:
+        raise ValueError(f"{option} {str(value)!r} has no rows; expected a header row and at least one record")
+    return frame
 
 
-def raw_input(option: str, value: str) -> tuple[object, dict[str, str], Path]:
+def raw_input(option: str, value: str, *, need_rows: bool = True) -> tuple[object, dict[str, str], Path]:
     """A raw table named by ``option``: a registered raw table (``margsynth.data.RAW_TABLES``,
-    verified by SHA-256) or a raw CSV file. Returns ``(frame, {file: sha256}, path)``."""
+    verified by SHA-256) or a raw CSV file (``need_rows``: with at least one record).
+    Returns ``(frame, {file: sha256}, path)``."""
     if value in RAW_TABLES and not Path(value).exists():
         reg, data_file = RAW_TABLES[value]
         entry = next(e for e in dataset_info(reg).files if e.path == data_file)
@@ -183,4 +224,4 @@ def raw_input(option: str, value: str) -> tuple[object, dict[str, str], Path]:
             raise ValueError(f"{option} {value!r}: {exc}") from None
         return frame, {data_file: entry.sha256}, local_path(entry)
     path = check_input_file(option, value, f"a raw CSV file or a registered raw table ({', '.join(RAW_TABLES)})")
-    return read_raw_csv(option, path), {str(value): file_sha256(path)}, path
+    return read_raw_csv(option, path, need_rows=need_rows), {str(value): file_sha256(path)}, path

@@ -2,8 +2,11 @@
 ``synth --save-model``, the model file).
 
 :func:`check_out` refuses, before anything runs, an ``--out`` that is a FIFO,
-a device, a symlink, a folder (or names one, ``newdir/``), an input itself, or
-whose sidecar ``PATH.json`` would overwrite an input. :class:`OutputPair`
+a device, a symlink, a folder (or names one, ``newdir/``), an input itself, a
+name the file system cannot hold, or whose sidecar ``PATH.json`` would
+overwrite an input or an existing file that is not a sidecar of ours
+(:func:`is_sidecar`: every sidecar carries ``"format": "margsynth-sidecar"``,
+:func:`mark_sidecar`; an older one is recognised by its keys). :class:`OutputPair`
 then creates both temporaries up front (so an unwritable location is found
 before any noise is drawn), takes the two files' contents, and renames them
 into place only when both were written; if the second rename fails the old
@@ -17,6 +20,7 @@ and says on stderr which numbers were undefined.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -26,22 +30,73 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..jsonable import finite_json, json_default, plain_json
-from ..paths import make_temporary, stale_temporaries
+from ..paths import make_temporary, make_temporary_name, stale_temporaries
 
 __all__ = [
+    "SIDECAR_FORMAT",
     "OutputPair",
     "check_out",
     "clean_stale",
     "dumps_strict",
     "finite_json",
+    "is_sidecar",
     "json_default",
+    "mark_sidecar",
+    "os_error",
     "plain_json",
     "sidecar_path",
 ]
 
+#: The ``"format"`` of every sidecar a command writes (:func:`mark_sidecar`), by which the
+#: next run knows that it may replace the file (:func:`is_sidecar`).
+SIDECAR_FORMAT = "margsynth-sidecar"
+#: The keys every sidecar written before :data:`SIDECAR_FORMAT` existed holds (synth's
+#: and sample's): such a file is recognised as ours by them.
+_LEGACY_KEYS = frozenset({"margsynth_version", "epsilon_spent", "delta", "seed", "records"})
+#: A file larger than this is not read to see whether it is a sidecar (none of ours is).
+_SIDECAR_MAX_BYTES = 256 * 2**20
+
 
 def sidecar_path(path: Path) -> Path:
     return path.with_name(path.name + ".json")
+
+
+def mark_sidecar(side: dict) -> dict:
+    """``side`` with the sidecar marker ``"format": SIDECAR_FORMAT`` as its first key."""
+    return {"format": SIDECAR_FORMAT, **{k: v for k, v in side.items() if k != "format"}}
+
+
+def is_sidecar(path: str | Path) -> bool:
+    """Whether the file ``path`` is the sidecar of an earlier run of ours: a JSON object
+    marked ``"format": "margsynth-sidecar"``, or an older sidecar holding every key synth's
+    and sample's sidecars had (``margsynth_version``, ``epsilon_spent``, ``delta``, ``seed``,
+    ``records``). Anything else — another program's JSON, text, a file too large to be
+    ours — is not, and a command refuses to replace it."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(_SIDECAR_MAX_BYTES + 1)
+    except OSError:
+        return False
+    if len(raw) > _SIDECAR_MAX_BYTES:
+        return False
+    try:
+        obj = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return False
+    if not isinstance(obj, dict):
+        return False
+    return obj.get("format") == SIDECAR_FORMAT or _LEGACY_KEYS <= obj.keys()
+
+
+def os_error(option: str, value, exc: OSError, expected: str = "a path this system can create") -> ValueError:
+    """The user error of an OS error on the path ``value`` of ``option`` (one line: the
+    option, the value, what the system said, what was expected)."""
+    if exc.errno == errno.ENAMETOOLONG:
+        expected = "a shorter file name (the system limits names to 255 bytes, and margsynth writes a temporary beside it)"
+    elif exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        expected = "a folder this user can write to"
+    reason = exc.strerror or str(exc)
+    return ValueError(f"{option} {str(value)!r}: {reason}; expected {expected}")
 
 
 def _kind(st: os.stat_result) -> str | None:
@@ -69,8 +124,19 @@ def check_out(out: str, inputs: dict[str, Path] | None = None, option: str = "--
     """
     if not out or out.endswith(("/", os.sep)) or Path(out).name in ("", ".", ".."):
         raise ValueError(f"{option} {out!r} names a folder; expected a file path such as {out.rstrip('/') or '.'}/synthetic.csv")
+    try:
+        return _check_out(out, inputs, option, sidecar)
+    except OSError as exc:  # a name too long, a folder we may not look into, ...: the user's path
+        raise os_error(option, out, exc) from None
+
+
+def _check_out(out: str, inputs: dict[str, Path] | None, option: str, sidecar: bool) -> Path:
     path = Path(out)
     side = sidecar_path(path)
+    for p in (path, side)[: 2 if sidecar else 1]:
+        longest = len(os.fsencode(_temporary_name(p)))
+        if longest > _NAME_MAX:
+            raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG), str(p))
     for ancestor in path.parents:
         if ancestor.exists():
             if not ancestor.is_dir():
@@ -94,7 +160,21 @@ def check_out(out: str, inputs: dict[str, Path] | None = None, option: str = "--
             raise ValueError(f"{option} {out!r} is the input {desc} itself; choose another output path")
         if sidecar and (_same(side, inp) or side.resolve() == inp.resolve()):
             raise ValueError(f"{option} {out!r}: its sidecar {str(side)!r} would overwrite the input {desc}; choose another output path")
+    if sidecar and side.is_file() and not is_sidecar(side):
+        raise ValueError(
+            f"{option} {out!r}: {str(side)!r} exists and is not the sidecar of an earlier margsynth run; it is left as "
+            f"it is: move it away or choose another {option}"
+        )
     return path
+
+
+#: The longest file name most file systems hold (bytes).
+_NAME_MAX = 255
+
+
+def _temporary_name(target: Path) -> str:
+    """The longest name of a temporary :class:`OutputPair` makes beside ``target``."""
+    return make_temporary_name(target, max((target.suffix, ".json"), key=len))
 
 
 def clean_stale(folder: Path, recursive: bool = False, quiet: bool = False) -> list[Path]:
@@ -121,9 +201,9 @@ class OutputPair:
     ...     pair.commit(write_csv, write_sidecar, write_model)
     """
 
-    def __init__(self, path: Path, option: str = "--out", extra: Sequence[tuple[Path, str]] = ()):
+    def __init__(self, path: Path, option: str = "--out", extra: Sequence[tuple[Path, str]] = (), *, sidecar: bool = True):
         self.path = Path(path)
-        self.side = sidecar_path(self.path)
+        self.side = sidecar_path(self.path) if sidecar else None
         self.option = option
         self.extra = [(Path(p), opt) for p, opt in extra]
         self._tmps: list[Path] = []
@@ -143,6 +223,8 @@ class OutputPair:
             clean_stale(parent)
             return make_temporary(target, suffix)
         except OSError as exc:
+            if exc.errno == errno.ENAMETOOLONG:
+                raise os_error(option, target, exc) from None
             raise ValueError(
                 f"{option} {str(target)!r}: cannot create a file in {str(parent)!r} ({exc.strerror}); "
                 "expected a writable folder"
@@ -150,8 +232,9 @@ class OutputPair:
 
     def __enter__(self) -> OutputPair:
         try:
-            self._tmps.append(self._reserve(self.path, self.option, ".csv"))
-            self._tmps.append(self._reserve(self.side, self.option, ".json"))
+            self._tmps.append(self._reserve(self.path, self.option, self.path.suffix if self.side is None else ".csv"))
+            if self.side is not None:
+                self._tmps.append(self._reserve(self.side, self.option, ".json"))
             for p, opt in self.extra:
                 self._tmps.append(self._reserve(p, opt, p.suffix or ".part"))
         except BaseException:
@@ -160,14 +243,18 @@ class OutputPair:
         return self
 
     def commit(self, write_csv, write_side, *write_extra) -> None:
-        """``write_csv(tmp)``, ``write_side(tmp)`` and one writer per extra file fill the temporaries;
-        then all are renamed into place (extras first, the sidecar last). If a rename fails, the
-        files already renamed are put back as they were."""
+        """``write_csv(tmp)``, ``write_side(tmp)`` (``None`` without a sidecar) and one writer per
+        extra file fill the temporaries; then all are renamed into place (extras first, the
+        sidecar last). If a rename fails, the files already renamed are put back as they were."""
         if len(write_extra) != len(self.extra):
             raise TypeError(f"commit needs {len(self.extra)} writer(s) for the extra files, got {len(write_extra)}")
-        tmps = [*self._tmps[2 : 2 + len(self.extra)], self._tmps[0], self._tmps[1]]
-        targets = [*(p for p, _ in self.extra), self.path, self.side]
-        for write, tmp in zip([*write_extra, write_csv, write_side], tmps):
+        if (write_side is None) != (self.side is None):
+            raise TypeError("commit needs a sidecar writer exactly when the output has a sidecar")
+        n = 1 if self.side is None else 2
+        tmps = [*self._tmps[n : n + len(self.extra)], *self._tmps[:n]]
+        targets = [*(p for p, _ in self.extra), self.path, *([] if self.side is None else [self.side])]
+        writers = [*write_extra, write_csv, *([] if write_side is None else [write_side])]
+        for write, tmp in zip(writers, tmps):
             write(tmp)
         backups: list[Path | None] = []
         for target in targets[:-1]:  # a second name for each old file, until the new set is in place

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from ..data import DATASETS, DataUnavailableError, dataset_names, fetch, is_available, verify
 from ..paths import data_dir
@@ -19,12 +20,39 @@ def _list(args) -> int:
     return 0
 
 
+def _check_names(names: list[str]) -> None:
+    known = dataset_names()
+    for name in names:
+        if name not in known:
+            raise ValueError(f"NAME {name!r}: unknown dataset {name!r}; expected one of {', '.join(known)}")
+
+
+def _check_mirror(mirror: str | None) -> None:
+    """``--from DIR`` as a readable folder (its errors name ``--from``)."""
+    if mirror is None:
+        return
+    try:
+        ok = Path(mirror).expanduser().is_dir()
+    except OSError as exc:
+        raise ValueError(f"--from {mirror!r}: {exc.strerror}; expected a folder laid out like MANIFEST") from None
+    if not ok:
+        raise ValueError(f"--from {mirror!r} is not a folder; expected a folder laid out like MANIFEST")
+
+
 def _fetch(args) -> int:
     names = args.names or list(dataset_names())
+    _check_names(names)
+    _check_mirror(args.mirror)
     missing = []
     for name in names:
         try:
             reports = fetch([name], mirror=args.mirror, force=args.force)
+        except OSError as exc:  # the data folder (MARGSYNTH_DATA_DIR) cannot hold the files
+            where = f": {exc.filename}" if exc.filename else ""
+            raise ValueError(
+                f"the data folder {str(data_dir())!r} ($MARGSYNTH_DATA_DIR) cannot hold {name!r} ({exc.strerror}{where}); "
+                "expected a folder this user can write to"
+            ) from None
         except DataUnavailableError as exc:
             if not args.keep_going:
                 raise ValueError(str(exc)) from exc
@@ -39,6 +67,7 @@ def _fetch(args) -> int:
 
 
 def _verify(args) -> int:
+    _check_names(args.names)
     clean_stale(data_dir(), recursive=True)  # leftovers of interrupted fetches, reported on stderr
     bad, missing = [], []
     for path, status in verify(args.names or None):

@@ -2,6 +2,7 @@
 
     margsynth evaluate --dataset NAME|CSV [--domain JSON | --schema SCHEMA.json] --synthetic PATH
                      [--metrics LIST] [--seed S] [--json] [--allow-surrogate] [--data-dictionary JSON]
+                     [--memory-limit MB]
 
 ``--metrics`` is a comma-separated list of metric names (default: ``tv-1way, tv-2way,
 tv-3way, nist-3way, nist-conjunctions, nist-target``; also ``downstream, covariance,
@@ -22,6 +23,11 @@ kept) and need no schema: ``--dataset`` a registered NIST excerpt (``ma2018``, `
 by the excerpts' data dictionary (``--data-dictionary``, default the registered one); see
 :mod:`margsynth.metrics.kmarginal`. A synthetic column that SDNist would drop (values that do
 not fit the dictionary) is dropped and named on stderr.
+
+Before any metric runs, the largest marginal each asks for (the ``k``-way marginals of
+``tv-kway`` and ``sw-2way``, the 3-way ones of the NIST criteria) is checked against
+``--memory-limit`` (:data:`SCORE_BYTES` per cell), and so are the schema's bins: a
+domain too large to score is refused by name instead of running out of memory.
 """
 
 from __future__ import annotations
@@ -31,12 +37,42 @@ from pathlib import Path
 
 from ..data import NIST_EXCERPTS, load_data_dictionary, load_raw, read_data_dictionary
 from ..data.fetch import DataUnavailableError
+from ..mechanisms.base import MemoryLimitError, check_marginals_fit, largest
 from ..metrics.kmarginal import RAW_METRICS, evaluate_raw
 from ..metrics.suite import DEFAULT_METRICS, evaluate, get_metric
 from ..tabular.constraints import parse_rules, violations
 from ..tabular.scoring import encode_pair
-from ._inputs import check_input_file, raw_input, read_csv_dataset, read_raw_csv, read_schema, resolve_dataset
+from ._inputs import (
+    check_input_file,
+    memory_budget,
+    raw_input,
+    read_csv_dataset,
+    read_raw_csv,
+    read_schema,
+    resolve_dataset,
+)
 from ._outputs import dumps_strict
+
+#: Bytes per cell held while one marginal is scored: the real and the synthetic tables and
+#: the temporaries of their distance (about 64 measured for a total-variation distance).
+SCORE_BYTES = 64
+#: The order of the largest marginal each metric tabulates (the others work on records).
+MARGINAL_ORDER = {"tv-1way": 1, "tv-2way": 2, "tv-3way": 3, "sw-2way": 2, "nist-3way": 3, "nist-target": 3,
+                  "nist-income-inequality": 3}  # fmt: skip
+
+
+def check_scoring_sizes(domain, metrics: list[str], what: str) -> None:
+    """:class:`~margsynth.mechanisms.base.MemoryLimitError`, prefixed by ``what``, naming the
+    metric, the attributes and the size when the largest marginal one of ``metrics`` tabulates
+    over ``domain`` (:data:`MARGINAL_ORDER`), :data:`SCORE_BYTES` a cell, does not fit the
+    memory limit."""
+    for m in metrics:
+        if m in MARGINAL_ORDER:
+            try:
+                check_marginals_fit(domain, [largest(domain, MARGINAL_ORDER[m])], f"marginal {m} scores",
+                                    bytes_per_cell=SCORE_BYTES)  # fmt: skip
+            except MemoryLimitError as exc:
+                raise MemoryLimitError(f"{what}: {exc}, or other --metrics") from None
 
 
 def _raw_pair(args):
@@ -68,7 +104,7 @@ def _metric_names(args) -> list[str]:
         return ["nist-kmarginal"] if args.schema is None else [*DEFAULT_METRICS, "nist-kmarginal"]
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     if not metrics:
-        raise ValueError("--metrics is empty")
+        raise ValueError(f"--metrics {args.metrics!r} names no metric; expected a comma-separated list of metric names")
     if RULES_METRIC in metrics and args.schema is None:
         raise ValueError(f"--metrics {args.metrics!r}: {RULES_METRIC} counts the rows that break the schema's rules; "
                          "pass --schema SCHEMA.json")  # fmt: skip
@@ -77,7 +113,7 @@ def _metric_names(args) -> list[str]:
             try:
                 get_metric(m)
             except ValueError as exc:
-                raise ValueError(f"{exc}, {', '.join(RAW_METRICS)}") from None
+                raise ValueError(f"--metrics {args.metrics!r}: {exc}, {', '.join(RAW_METRICS)}") from None
     encoded = [m for m in metrics if m not in RAW_METRICS]
     if encoded and len(encoded) < len(metrics) and args.schema is None:
         raw = [m for m in metrics if m in RAW_METRICS]
@@ -150,6 +186,11 @@ def _rules(args) -> dict[str, float]:
 
 
 def _main(args) -> int:
+    with memory_budget(args.memory_limit):
+        return _evaluate(args)
+
+
+def _evaluate(args) -> int:
     metrics = _metric_names(args)
     encoded = [m for m in metrics if m not in RAW_METRICS and m != RULES_METRIC]
     raw = [m for m in metrics if m in RAW_METRICS]
@@ -164,7 +205,11 @@ def _main(args) -> int:
         else:
             check_input_file("--synthetic", args.synthetic, "a CSV file of integer codes")
             real = resolve_dataset(args.dataset, args.domain, allow_surrogate=args.allow_surrogate).dataset
+            if len(real) == 0:
+                raise ValueError(f"--dataset {args.dataset!r} has no rows; expected at least one record")
             synth = read_csv_dataset("--synthetic", args.synthetic, real.domain)
+        what = f"--schema {args.schema!r}" if args.schema is not None else f"--dataset {args.dataset!r}"
+        check_scoring_sizes(real.domain, encoded, what)
         values = {**evaluate(real, synth, encoded, seed=args.seed), **values}
     if args.json:
         print(dumps_strict(values, prog="margsynth evaluate"))

@@ -18,6 +18,11 @@ Table 1 configuration, the default for count files) or ``--spec SPEC.json``
 ``{"marginals": [{"attributes": [...], "aemc": x, "seconds": t}, ...], "mgd": x}``
 plus ``"inv_pie"`` and ``"range_query"`` with a Baltimore preset. This output is
 a stable interface. The parser is in :mod:`margsynth.commands.parsers`.
+
+Before any AEMC problem is built, every marginal is checked against the domain (its
+attributes named by the option that asked for it: ``--spec``, ``--preset`` or the
+schema's default marginals) and against ``--memory-limit`` (:data:`AEMC_BYTES` per cell
+of its table, by solver), and so are the schema's bins.
 """
 
 from __future__ import annotations
@@ -27,12 +32,14 @@ import sys
 from pathlib import Path
 
 from ..data.baltimore import CountTable, load_truth, read_count_file
+from ..mechanisms.base import MemoryLimitError, check_marginals_fit
 from ..metrics import mgd as mgd_module  # the module: mgd is looked up when called (tests spy on it)
 from ..metrics.aemc import MarginalSpec, load_specs
 from ..metrics.baltimore import PRESETS, inverse_pie, range_query_error
 from ..tabular.scoring import encode_pair
 from ._inputs import (
     check_input_file,
+    memory_budget,
     raw_input,
     read_csv_dataset,
     read_domain,
@@ -42,13 +49,44 @@ from ._inputs import (
 )
 from ._outputs import dumps_strict
 
+#: Bytes per cell of a marginal's table held while its AEMC is solved (the flow network of
+#: its cells and their neighbours, the solver's state): about 1,000 measured on a 2-way
+#: ordinal marginal with the flow (``auto``, ``flow``), about 12,000 with the LP (``lp``).
+AEMC_BYTES = {"auto": 1024, "flow": 1024, "lp": 16384}
+
+
+def check_specs(specs, domain, source: str, solver: str = "auto") -> None:
+    """``ValueError`` naming ``source`` (the option the marginals came from) when a marginal
+    names an attribute ``domain`` lacks, and :class:`~margsynth.mechanisms.base.MemoryLimitError`
+    when its table, :data:`AEMC_BYTES` a cell for ``solver``, does not fit the memory limit."""
+    per_cell = AEMC_BYTES.get(solver, max(AEMC_BYTES.values()))
+    for i, spec in enumerate(specs):
+        names = list(spec.names)
+        unknown = [a for a in names if a not in domain.names]
+        if unknown:
+            raise ValueError(
+                f"{source}: marginal {i} ({'+'.join(names)}) names unknown attribute(s) {unknown}; the data has "
+                f"{list(domain.names)}"
+            )
+        try:
+            check_marginals_fit(domain, [names], f"marginal {i} (its AEMC, {solver})", bytes_per_cell=per_cell)
+        except MemoryLimitError as exc:
+            raise MemoryLimitError(f"{source}: {exc}, or a --spec of smaller marginals") from None
+
 
 def _load(args):
     if args.domain:
         ordinal = [a for a in args.ordinal.split(",") if a]
+        dom = read_domain("--domain", args.domain)
+        missing = [a for a in ordinal if a not in dom.names]
+        if missing:
+            raise ValueError(f"--ordinal {args.ordinal!r}: {missing} are not attributes of --domain; it has {list(dom.names)}")
         dom = read_domain("--domain", args.domain, ordinal=ordinal)
-        out = [read_csv_dataset(opt, path, dom) for opt, path in (("--truth", args.truth), ("--synthetic", args.synthetic))]
+        out = [read_csv_dataset("--truth", args.truth, dom, need_rows=False),  # an empty truth: "total 0" below
+               read_csv_dataset("--synthetic", args.synthetic, dom)]  # fmt: skip
         return out[0], out[1], False
+    if args.ordinal:
+        raise ValueError(f"--ordinal {args.ordinal!r}: the ordinal attributes of --domain; pass --domain or drop --ordinal")
     for opt, path in (("--truth", args.truth), ("--synthetic", args.synthetic)):
         check_input_file(opt, path, "a count file in the Baltimore scored-file layout (or record CSVs with --domain)")
     use_registered("baltimore911", args.allow_surrogate)  # the schema (names, labels) of the count files
@@ -86,6 +124,11 @@ def _schema_specs(encoder):
 
 
 def run(args) -> int:
+    with memory_budget(args.memory_limit):
+        return _run(args)
+
+
+def _run(args) -> int:
     logging.getLogger("cvxpy").setLevel(logging.ERROR)
     if args.spec:
         check_input_file("--spec", args.spec, "a SPEC.json file (README: SPEC.json format)")
@@ -105,6 +148,7 @@ def run(args) -> int:
     if total == 0:
         raise ValueError(f"--truth {args.truth!r} holds no counts (total 0); MGD divides by the truth's total, expected a positive total")
     preset = args.preset
+    source = f"--spec {args.spec!r}" if args.spec else f"--schema {args.schema!r} (its default marginals)"
     if not args.spec and not (args.schema and preset is None):
         if preset is None:
             if not counts:
@@ -112,11 +156,14 @@ def run(args) -> int:
             preset = "baltimore-table1"
         if preset not in PRESETS:
             raise ValueError(f"--preset {preset!r}: unknown preset; expected one of {sorted(PRESETS)}")
+        if preset.startswith("baltimore") and not counts:
+            raise ValueError(f"--preset {preset!r}: the Baltimore presets score the Baltimore count files; expected "
+                             "count files, or --spec SPEC.json for these records")  # fmt: skip
         specs = PRESETS[preset]()
+        source = f"--preset {preset!r}"
+    check_specs(specs, truth.domain, source, args.solver)
     res = mgd_module.mgd(truth, synth, specs, solver=args.solver)
     if preset is not None and preset.startswith("baltimore"):
-        if not counts:
-            raise ValueError("the Baltimore presets need the Baltimore count files")
         res.extras["inv_pie"] = inverse_pie(truth, synth)
         res.extras["range_query"] = range_query_error(truth, synth, seed=args.seed)
     if args.json:

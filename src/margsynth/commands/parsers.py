@@ -12,7 +12,17 @@ Help texts are plain text (no markup): argparse prints them as they are.
 
 from __future__ import annotations
 
-from ._args import DELTA_MIN, EPSILON_RANGE, count_arg, delta_arg, epsilon_arg, seed_arg, share_arg
+from ._args import (
+    DEFAULT_MEMORY_LIMIT_MB,
+    DELTA_MIN,
+    EPSILON_RANGE,
+    count_arg,
+    delta_arg,
+    epsilon_arg,
+    memory_arg,
+    seed_arg,
+    share_arg,
+)
 
 __all__ = ["COMMANDS", "DESCRIPTION", "MECHANISMS", "add_commands"]
 
@@ -36,6 +46,16 @@ def _allow_surrogate(parser) -> None:
     )
 
 
+def _memory_limit(parser, what: str) -> None:
+    parser.add_argument(
+        "--memory-limit",
+        type=memory_arg,
+        metavar="MB",
+        help=f"memory budget in MiB that every size is checked against before any work ({what}); "
+        f"default {DEFAULT_MEMORY_LIMIT_MB}",
+    )
+
+
 def _data(sub) -> None:
     p = sub.add_parser("data", help="list, fetch and verify the registered datasets")
     verbs = p.add_subparsers(dest="verb", required=True)
@@ -55,11 +75,13 @@ def _data(sub) -> None:
 
 def _reproduce(sub) -> None:
     p = sub.add_parser("reproduce", help="execute notebooks (papermill) and write figures, tables and a run manifest")
-    p.add_argument("--profile", choices=["quick", "full"], default="quick", help="quick: minutes (CI); full: paper scale")
+    p.add_argument("--profile", choices=["quick", "full"], help="quick: minutes (CI); full: paper scale (default quick)")
     p.add_argument("--only", nargs="+", metavar="NN", help="run only these notebooks (numbers or names)")
     p.add_argument(
         "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-        help="override a notebook parameter (Python literal), for every notebook that has it",
+        help="override a notebook parameter (Python literal, else a string), for every selected notebook that "
+        "declares it; checked before any notebook runs: NAME must be declared by one of them, VALUE must have the "
+        "type of its default, and -p profile takes quick or full",
     )  # fmt: skip
     p.add_argument("--figures-only", action="store_true", help="re-render figures from cached results only")
     p.set_defaults(handler="run")
@@ -81,6 +103,7 @@ def _mgd(sub) -> None:
                    "the schema's, numeric bins ordinal, categories flat)")
     p.add_argument("--seed", type=seed_arg, default=0, help="seed of the range queries (Baltimore presets)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    _memory_limit(p, "the schema's bins, each marginal's table and its AEMC problem")
     _allow_surrogate(p)
     p.set_defaults(handler="run")
 
@@ -135,6 +158,8 @@ def _synth(sub) -> None:
         help="also save the fitted model (mechanisms that generate with Private-PGM) to PATH (.npz), "
         "from which margsynth sample draws more records at no privacy cost",
     )
+    _memory_limit(p, "records, attributes and their pairs, marginal tables, the schema's bins; before any privacy "
+                  "charge")
     _allow_surrogate(p)
     p.set_defaults(handler="_main")
 
@@ -150,6 +175,7 @@ def _sample(sub) -> None:
     p.add_argument("--n", type=count_arg, metavar="N", help="number of records (default: as many as the run made)")
     p.add_argument("--seed", type=seed_arg, default=0, metavar="S", help="seed of the sampler, an integer >= 0 (default 0)")
     p.add_argument("--out", required=True, metavar="PATH", help="output CSV; the sidecar goes to PATH.json")
+    _memory_limit(p, "the model file's arrays before they are read, and the records")
     p.set_defaults(handler="_main")
 
 
@@ -184,6 +210,7 @@ def _evaluate(sub) -> None:
     )
     p.add_argument("--seed", type=seed_arg, default=0, metavar="S", help="seed of randomised metrics (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object {metric: value}")
+    _memory_limit(p, "the schema's bins and each marginal the metrics tabulate")
     _allow_surrogate(p)
     p.set_defaults(handler="_main")
 

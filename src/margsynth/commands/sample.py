@@ -1,6 +1,6 @@
 """``margsynth sample MODEL``: draw records from a saved model, at no privacy cost.
 
-    margsynth sample MODEL.npz [--n N] [--seed S] --out PATH
+    margsynth sample MODEL.npz [--n N] [--seed S] --out PATH [--memory-limit MB]
 
 ``MODEL.npz`` is a file written by ``margsynth synth ... --save-model MODEL.npz`` (the run's
 fitted Private-PGM model, :mod:`margsynth.model_file`). The records are drawn from it
@@ -10,8 +10,9 @@ mechanism's reversal of its domain compression) and, when the run came from a ra
 noisy measurements: it spends no privacy budget. The sidecar ``PATH.json`` says so
 (``epsilon_spent`` 0, an empty ledger) and names the model file (path, SHA-256) and the
 run it came from (mechanism, dataset, seed, the (ε, δ) that run spent).
-Every input is checked before any record is drawn; on bad input the command exits with
-status 2 and writes nothing.
+Every input is checked before any record is drawn — the model file's sizes against
+``--memory-limit`` before it is decompressed, ``--n`` records against it too; on bad input
+the command exits with status 2 and writes nothing.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ import numpy as np
 from .. import __version__
 from ..mechanisms.base import check_records
 from ..model_file import SavedModel
-from ._inputs import check_input_file, file_sha256
-from ._outputs import OutputPair, check_out, dumps_strict
+from ._inputs import check_input_file, file_sha256, memory_budget
+from ._outputs import OutputPair, check_out, dumps_strict, mark_sidecar
 
 __all__ = ["run_sample"]
 
@@ -39,11 +40,18 @@ def load_model(value: str | Path, option: str = "MODEL"):
     try:
         return SavedModel.load(value)
     except ValueError as exc:
-        raise ValueError(f"{option} {exc}") from None
+        raise type(exc)(f"{option} {exc}") from None
 
 
-def run_sample(model: str, *, out: str, n: int | None = None, seed: int = 0) -> dict:
-    """The work of ``margsynth sample`` (callable from Python); returns the sidecar dict."""
+def run_sample(model: str, *, out: str, n: int | None = None, seed: int = 0, memory_limit_mb: float | None = None) -> dict:
+    """The work of ``margsynth sample`` (callable from Python); returns the sidecar dict.
+    ``memory_limit_mb``: the budget the model file and the records are checked against
+    (``None``: :data:`~margsynth.mechanisms.base.MEMORY_LIMIT_MB`)."""
+    with memory_budget(memory_limit_mb):
+        return _run_sample(model, out=out, n=n, seed=seed)
+
+
+def _run_sample(model: str, *, out: str, n: int | None, seed: int) -> dict:
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"--seed: {seed!r} is not an integer >= 0")
     path = check_out(out, {f"MODEL {str(model)!r}": Path(model)})
@@ -53,6 +61,8 @@ def run_sample(model: str, *, out: str, n: int | None = None, seed: int = 0) -> 
     with OutputPair(path) as pair:
         rng = np.random.default_rng(seed)
         frame = saved.sample_frame(n, rng)
+        decoder = saved.decoder()
+        table = frame if decoder is None else decoder.to_text(frame)  # written as synth writes a raw table
         side = {
             "command": "sample",
             "model": str(model),
@@ -70,13 +80,13 @@ def run_sample(model: str, *, out: str, n: int | None = None, seed: int = 0) -> 
             "source_run": saved.describe(),
             "margsynth_version": __version__,
         }
-        text = dumps_strict(side, prog="margsynth sample", indent=2)
-        pair.commit(lambda tmp: frame.to_csv(tmp, index=False), lambda tmp: tmp.write_text(text))
+        text = dumps_strict(mark_sidecar(side), prog="margsynth sample", indent=2)
+        pair.commit(lambda tmp: table.to_csv(tmp, index=False), lambda tmp: tmp.write_text(text))
     return json.loads(text)
 
 
 def _main(args) -> int:
-    side = run_sample(args.model, out=args.out, n=args.n, seed=args.seed)
+    side = run_sample(args.model, out=args.out, n=args.n, seed=args.seed, memory_limit_mb=args.memory_limit)
     run = side["source_run"]
     print(
         f"{side['records']:,} records from {args.model} ({side['mechanism']}, run epsilon {run.get('epsilon_spent', float('nan')):.6g}) "

@@ -17,24 +17,27 @@ from __future__ import annotations
 import json
 import sys
 
-from ..paths import atomic_path
 from ..tabular import draft_schema
 from ._inputs import raw_input
-from ._outputs import check_out
+from ._outputs import OutputPair, check_out
 
 __all__ = ["run_init"]
 
 
 def run_init(raw: str, *, out: str, public: bool = False, force: bool = False, null_tokens=()) -> dict:
     """The work of ``margsynth schema init`` (callable from Python); returns the draft."""
-    frame, _, raw_path = raw_input("RAW.csv", raw)
+    frame, _, raw_path = raw_input("RAW.csv", raw, need_rows=False)
     path = check_out(out, {f"RAW.csv {raw!r}": raw_path}, sidecar=False)
     if path.exists() and not force:
         raise ValueError(f"--out {out!r} exists (a schema is usually edited by hand); pass --force to replace it")
-    draft = draft_schema(frame, public=public, null_tokens=list(null_tokens))
+    try:
+        draft = draft_schema(frame, public=public, null_tokens=list(null_tokens))
+    except ValueError as exc:  # a bad --null-token names itself; anything else is about the table
+        msg = str(exc)
+        raise ValueError(msg if msg.startswith("--null-token") else f"RAW.csv {raw!r}: {msg}") from None
     text = json.dumps(draft, indent=2, allow_nan=False) + "\n"
-    with atomic_path(path, ".json") as tmp:
-        tmp.write_text(text)
+    with OutputPair(path, sidecar=False) as output:  # an unwritable --out is a user error, as for synth
+        output.commit(lambda tmp: tmp.write_text(text), None)
     return draft
 
 

@@ -42,14 +42,14 @@ from ..data import RECORD_DATASETS
 from ..data.fetch import local_path
 from ..data.registry import dataset_info
 from ..mechanisms import registry  # the module: its functions are looked up when called (tests spy on them)
-from ..mechanisms.base import check_privacy_params, check_seed
+from ..mechanisms.base import MemoryLimitError, check_privacy_params, check_seed
 from ..mechanisms.sampler import pgm_mechanisms, unsavable_reason
-from ..model_file import SavedModel
+from ..model_file import SavedModel, is_model_file
 from ..tabular import TableError, describe, encoder_of, prepare, sidecar
 from ..timing import Stopwatch
 from ._args import check_budget
-from ._inputs import check_input_file, file_sha256, is_file_arg, raw_input, read_schema, resolve_dataset
-from ._outputs import OutputPair, check_out, dumps_strict, json_default, sidecar_path
+from ._inputs import check_input_file, file_sha256, is_file_arg, memory_budget, raw_input, read_schema, resolve_dataset
+from ._outputs import OutputPair, check_out, dumps_strict, json_default, mark_sidecar, sidecar_path
 
 __all__ = ["check_save_model", "load_dataset", "model_bytes", "run_synth"]
 
@@ -88,6 +88,37 @@ def _parse_params(items: list[str]) -> dict:
     return out
 
 
+def _option_of(params: dict, message: str) -> str:
+    """The options that set the hyperparameters a refusal of ``registry.create`` is about:
+    ``--preset NAME`` and/or ``--param KEY=VALUE`` (all of them when the message names none)."""
+    named = [k for k in params if k in message] or list(params)
+    return " ".join(f"--preset {params[k]!r}" if k == "preset" else f"--param {k}={params[k]!r}" for k in named)
+
+
+def _create(mechanism: str, params: dict):
+    """``registry.create(mechanism, **params)``; a refusal names MECHANISM, ``--preset`` or ``--param``."""
+    try:
+        registry.spec(mechanism)
+    except ValueError as exc:
+        raise ValueError(f"MECHANISM {mechanism!r}: {exc}") from None
+    try:
+        return registry.create(mechanism, **params)
+    except ValueError as exc:
+        raise ValueError(f"{_option_of(params, str(exc))}: {exc}") from None
+
+
+def _sized(data_option: str, params: dict, exc: MemoryLimitError) -> MemoryLimitError:
+    """A size refused by the run's checks, prefixed by the options that set it: the ``--param``
+    it names (e.g. ``synthetic_records``), else ``data_option`` (the data's attributes) and
+    the hyperparameters given with it (the workload of RAP, GEM and Private-GSD grows with both)."""
+    msg = str(exc)
+    named = [k for k in params if k != "preset" and f"{k.removeprefix('generator.')}=" in msg]
+    if named:
+        return MemoryLimitError(f"{_option_of({k: params[k] for k in named}, msg)}: {msg}")
+    given = f" with {_option_of(params, '')}" if params else ""
+    return MemoryLimitError(f"{data_option}{given}: {msg}")
+
+
 def _input_paths(dataset: str, domain: str | None, public: str | None) -> dict[str, Path]:
     """Every file the run reads, by the option that names it (for the output-path checks)."""
     out: dict[str, Path] = {}
@@ -120,6 +151,7 @@ def run_synth(
     schema: str | None = None,
     save_model: str | None = None,
     preprocessing_share: float | None = None,
+    memory_limit_mb: float | None = None,
 ) -> dict:
     """The work of ``margsynth synth`` (callable from Python); returns the sidecar dict.
     ``device`` is passed to the mechanism's ``run`` (only mechanisms that take one).
@@ -127,84 +159,94 @@ def run_synth(
     run stops (``ValueError``) unless ``allow_surrogate``, and the sidecar says which
     (``"data_source"``) and carries the SHA-256 of every input file. ``schema``: the
     dataset is a raw CSV described by it (:func:`margsynth.tabular.synthesize`);
-    ``save_model``: also write the fitted model there (:class:`~margsynth.model_file.SavedModel`)."""
-    # --- validate everything before any noise is drawn
-    s = registry.spec(mechanism)
-    check_budget(epsilon, delta)
-    check_privacy_params(epsilon, delta)
-    check_seed(seed, "--seed")
-    if schema is not None:
-        return _run_raw(mechanism, dataset, schema, epsilon=epsilon, delta=delta, out=out, seed=seed, domain=domain,
-                        public=public, params=params, device=device, save_model=save_model,
-                        preprocessing_share=preprocessing_share)  # fmt: skip
-    if preprocessing_share is not None:
-        raise ValueError(
-            f"--preprocessing-share {preprocessing_share!r}: only a raw CSV (--schema) has preprocessing; drop it or pass --schema"
-        )
-    inputs_read = _input_paths(dataset, domain, public)
-    path = check_out(out, inputs_read)
-    inp = resolve_dataset(dataset, domain, allow_surrogate=allow_surrogate)
-    data = inp.dataset
-    inputs = [inp]
-    pub = None
-    if public is not None:
-        if not s.needs_public:
-            raise ValueError(f"mechanism {mechanism!r} does not use a public dataset; drop --public")
-        pub_inp = resolve_dataset(public, domain, what="--public", allow_surrogate=allow_surrogate)
-        pub = pub_inp.dataset
-        inputs.append(pub_inp)
-        if pub.domain != data.domain:
+    ``save_model``: also write the fitted model there (:class:`~margsynth.model_file.SavedModel`);
+    ``memory_limit_mb``: the memory budget every size is checked against before any charge
+    (``None``: :data:`~margsynth.mechanisms.base.MEMORY_LIMIT_MB`)."""
+    with memory_budget(memory_limit_mb):  # every size below checked against --memory-limit
+        # --- validate everything before any noise is drawn
+        try:
+            s = registry.spec(mechanism)
+        except ValueError as exc:
+            raise ValueError(f"MECHANISM {mechanism!r}: {exc}") from None
+        check_budget(epsilon, delta)
+        check_privacy_params(epsilon, delta)
+        check_seed(seed, "--seed")
+        if schema is not None:
+            return _run_raw(mechanism, dataset, schema, epsilon=epsilon, delta=delta, out=out, seed=seed, domain=domain,
+                            public=public, params=params, device=device, save_model=save_model,
+                            preprocessing_share=preprocessing_share)  # fmt: skip
+        if preprocessing_share is not None:
             raise ValueError(
-                f"public dataset's domain differs from the private one: public {pub.domain!r}, private {data.domain!r}"
+                f"--preprocessing-share {preprocessing_share!r}: only a raw CSV (--schema) has preprocessing; drop it or pass --schema"
             )
-    elif s.needs_public:
-        raise ValueError(f"mechanism {mechanism!r} needs a public dataset: pass --public NAME|CSV")
-    mech = registry.create(mechanism, **(params or {}))
-    if device is not None:
-        if "device" not in inspect.signature(mech.synthesize).parameters:
-            raise ValueError(f"mechanism {mechanism!r} takes no --device")
-    kw = {"public": pub} if pub is not None else {}
-    if device is not None:
-        kw["device"] = device
-    mech.validate(data, epsilon, delta, **kw)  # every check of the run, before any noise
-    model_path = check_save_model(save_model, mech, mechanism, path, inputs_read)
+        inputs_read = _input_paths(dataset, domain, public)
+        path = check_out(out, inputs_read)
+        inp = resolve_dataset(dataset, domain, allow_surrogate=allow_surrogate)
+        data = inp.dataset
+        inputs = [inp]
+        pub = None
+        if public is not None:
+            if not s.needs_public:
+                raise ValueError(f"mechanism {mechanism!r} does not use a public dataset; drop --public")
+            pub_inp = resolve_dataset(public, domain, what="--public", allow_surrogate=allow_surrogate)
+            pub = pub_inp.dataset
+            inputs.append(pub_inp)
+            if pub.domain != data.domain:
+                raise ValueError(
+                    f"public dataset's domain differs from the private one: public {pub.domain!r}, private {data.domain!r}"
+                )
+        elif s.needs_public:
+            raise ValueError(f"mechanism {mechanism!r} needs a public dataset: pass --public NAME|CSV")
+        mech = _create(mechanism, params or {})
+        if device is not None:
+            if "device" not in inspect.signature(mech.synthesize).parameters:
+                raise ValueError(f"mechanism {mechanism!r} takes no --device")
+        kw = {"public": pub} if pub is not None else {}
+        if device is not None:
+            kw["device"] = device
+        try:
+            mech.validate(data, epsilon, delta, **kw)  # every check of the run, before any noise
+        except MemoryLimitError as exc:
+            raise _sized(f"--dataset {dataset!r}" + (f" (--domain {domain!r})" if domain else ""), params or {}, exc) from None
+        model_path = check_save_model(save_model, mech, mechanism, path, inputs_read)
 
-    # --- reserve the outputs (an unwritable place is found now, before any noise), run, write all or nothing
-    with OutputPair(path, extra=[(model_path, "--save-model")] if model_path else []) as pair:
-        rng = np.random.default_rng(seed)
-        clock = Stopwatch()
-        result = mech.run(data, epsilon, delta, rng, **kw)
-        wall = clock.elapsed()
+        # --- reserve the outputs (an unwritable place is found now, before any noise), run, write all or nothing
+        with OutputPair(path, extra=[(model_path, "--save-model")] if model_path else []) as pair:
+            rng = np.random.default_rng(seed)
+            clock = Stopwatch()
+            result = mech.run(data, epsilon, delta, rng, **kw)
+            wall = clock.elapsed()
 
-        side = result.sidecar()
-        side.update(
-            {
-                "registry_name": mechanism,
-                "dataset": dataset,
-                "public": public,
-                "domain": data.domain.to_dict(),
-                "epsilon_requested": epsilon,
-                "delta_requested": delta,
-                "seed": seed,
-                "data_source": "surrogate" if any(i.source == "surrogate" for i in inputs) else "real",
-                "input_sha256": {k: v for i in inputs for k, v in i.sha256.items()},
-                "wall_seconds": wall,
-                "budget": {k: v for k, v in (result.extras.get("ledger") or {}).items() if k != "charges"},
-            }
-        )
-        side["margsynth_version"] = __version__
-        frame = result.synthetic.df
-        order = _input_columns(dataset)
-        if order is not None and set(order) == set(frame.columns):
-            frame = frame[order]  # same column order as the input file
-        writers = []
-        if model_path is not None:
-            blob = model_bytes(result, dict(side), list(frame.columns))
-            side["saved_model"] = {"path": str(model_path), "sha256": hashlib.sha256(blob).hexdigest()}
-            writers.append(lambda tmp: tmp.write_bytes(blob))
-        text = dumps_strict(json.loads(json.dumps(side, default=_json_default)), prog="margsynth synth", indent=2)
-        pair.commit(lambda tmp: frame.to_csv(tmp, index=False), lambda tmp: tmp.write_text(text), *writers)
-    return side
+            side = result.sidecar()
+            side.update(
+                {
+                    "registry_name": mechanism,
+                    "dataset": dataset,
+                    "public": public,
+                    "domain": data.domain.to_dict(),
+                    "epsilon_requested": epsilon,
+                    "delta_requested": delta,
+                    "seed": seed,
+                    "data_source": "surrogate" if any(i.source == "surrogate" for i in inputs) else "real",
+                    "input_sha256": {k: v for i in inputs for k, v in i.sha256.items()},
+                    "wall_seconds": wall,
+                    "budget": {k: v for k, v in (result.extras.get("ledger") or {}).items() if k != "charges"},
+                }
+            )
+            side["margsynth_version"] = __version__
+            side = mark_sidecar(side)
+            frame = result.synthetic.df
+            order = _input_columns(dataset)
+            if order is not None and set(order) == set(frame.columns):
+                frame = frame[order]  # same column order as the input file
+            writers = []
+            if model_path is not None:
+                blob = model_bytes(result, dict(side), list(frame.columns))
+                side["saved_model"] = {"path": str(model_path), "sha256": hashlib.sha256(blob).hexdigest()}
+                writers.append(lambda tmp: tmp.write_bytes(blob))
+            text = dumps_strict(json.loads(json.dumps(side, default=_json_default)), prog="margsynth synth", indent=2)
+            pair.commit(lambda tmp: frame.to_csv(tmp, index=False), lambda tmp: tmp.write_text(text), *writers)
+        return side
 
 
 def _run_raw(
@@ -242,10 +284,13 @@ def _run_raw(
     path = check_out(out, inputs_read)
     sch = read_schema("--schema", schema)
     kw = {} if preprocessing_share is None else {"preprocessing_share": preprocessing_share}
+    _create(mechanism, params or {})  # a bad --param or --preset named before the table is checked
     try:  # every check of the run: cells, hyperparameters, the mechanism's own, before any noise
         prepared = prepare(frame, sch, mechanism, epsilon=epsilon, delta=delta, **kw, **(params or {}))
     except TableError as exc:
         raise ValueError(f"--dataset {dataset!r}: {exc} (--schema {schema!r})") from None
+    except MemoryLimitError as exc:
+        raise _sized(f"--dataset {dataset!r} (--schema {schema!r})", params or {}, exc) from None
     model_path = check_save_model(save_model, prepared.mechanism, mechanism, path, inputs_read)
     sha = {**sha, str(schema): file_sha256(sch_path)}
 
@@ -274,9 +319,10 @@ def _run_raw(
                 "margsynth_version": __version__,
             }
         )
+        side = mark_sidecar(side)
         writers = []
         if model_path is not None:
-            blob = model_bytes(result, dict(side), None, encoder=report["encoder"])
+            blob = model_bytes(result, dict(side), list(synthetic.columns), encoder=report["encoder"])
             side["saved_model"] = {"path": str(model_path), "sha256": hashlib.sha256(blob).hexdigest()}
             writers.append(lambda tmp: tmp.write_bytes(blob))
         text = dumps_strict(json.loads(json.dumps(side, default=_json_default)), prog="margsynth synth", indent=2)
@@ -300,6 +346,11 @@ def check_save_model(save_model: str | None, mech, mechanism: str, out: Path, in
     for other, what in ((out, "--out"), (sidecar_path(out), "--out's sidecar")):
         if path.resolve() == other.resolve():
             raise ValueError(f"--save-model {save_model!r} is the same file as {what}; choose another path")
+    if path.is_file() and not is_model_file(path):
+        raise ValueError(
+            f"--save-model {save_model!r} exists and is not a model file of margsynth; it is left as it is: move it "
+            "away or choose another --save-model"
+        )
     return path
 
 
@@ -330,6 +381,7 @@ def _main(args) -> int:
         schema=args.schema,
         save_model=args.save_model,
         preprocessing_share=args.preprocessing_share,
+        memory_limit_mb=args.memory_limit,
     )
     if "preprocessing" in side:  # a raw table: what preprocessing did, column by column
         print(f"preprocessing ({100 * side['preprocessing']['preprocessing_share']:.1f}% of the budget):")

@@ -44,7 +44,9 @@ are seen: enforcing them is post-processing of the noisy measurements and costs 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -62,7 +64,12 @@ __all__ = [
     "SynthesisResult",
     "check_conversion",
     "MEMORY_LIMIT_MB",
+    "MemoryLimitError",
+    "PAIR_BYTES",
     "bounded_records",
+    "check_attribute_pairs",
+    "check_iterations",
+    "check_memory_limit",
     "check_generator",
     "check_marginals_fit",
     "check_positive_int",
@@ -71,6 +78,8 @@ __all__ = [
     "check_rules_held",
     "check_run_inputs",
     "check_seed",
+    "current_memory_limit",
+    "memory_limit",
 ]
 
 
@@ -201,6 +210,7 @@ class Mechanism:
         naming the argument, its value and what was expected."""
         ledger = self.ledger(epsilon, delta, budget)
         check_run_inputs(data, rng)
+        check_iterations(self)
         rule_set = as_rules(rules, None if data is None else data.domain)
         if rule_set is not None:
             self.check_rules(data, rule_set)
@@ -227,6 +237,7 @@ class Mechanism:
             epsilon, rng = None, epsilon  # the form run(data, rng, budget=ledger)
         ledger = self.ledger(epsilon, delta, budget)
         check_run_inputs(data, rng)
+        check_iterations(self)
         rule_set = as_rules(rules, data.domain)
         if rule_set is not None:
             self.check_rules(data, rule_set)
@@ -279,7 +290,8 @@ def check_run_inputs(data: Dataset | None, rng: Any = NO_RNG) -> None:
     """The checks every mechanism makes before anything else (so no noise is drawn on bad
     input): an explicit ``numpy.random.Generator`` (when ``rng`` is passed:
     :meth:`Mechanism.validate` called before a run has none yet), and (unless ``data`` is
-    None) a non-empty :class:`Dataset`. The budget is checked by :meth:`Mechanism.ledger`."""
+    None) a non-empty :class:`Dataset` whose attribute pairs (:func:`check_attribute_pairs`)
+    and one-way marginals fit the memory limit. The budget is checked by :meth:`Mechanism.ledger`."""
     if rng is not NO_RNG and not isinstance(rng, np.random.Generator):
         raise ValueError(f"rng must be an explicit numpy.random.Generator, got {type(rng).__name__}")
     if data is not None and not isinstance(data, Dataset):
@@ -287,7 +299,30 @@ def check_run_inputs(data: Dataset | None, rng: Any = NO_RNG) -> None:
     if data is not None and len(data) == 0:
         raise ValueError("data must be a non-empty Dataset, got 0 records")
     if data is not None:  # every mechanism tabulates the one-way marginals
+        check_attribute_pairs(data.domain)
         check_marginals_fit(data.domain, [(a,) for a in data.domain.names], "one-way marginal")
+
+
+#: The fields (of a mechanism or of its generator) that count the iterations of a fit: the
+#: descent keeps one 8-byte number per iteration (its loss history), allocated up front.
+ITERATION_FIELDS = ("iters", "select_iters")
+
+
+def check_iterations(mechanism: Any, limit_mb: float | None = None) -> None:
+    """:class:`MemoryLimitError` naming the field when an iteration count of ``mechanism`` or of
+    its ``generator`` (:data:`ITERATION_FIELDS`), 8 bytes of history an iteration, does not fit
+    ``limit_mb`` MiB (``None``: :func:`current_memory_limit`): ``iters=10**14`` is refused before
+    any charge instead of failing to allocate after them."""
+    limit_mb = _limit(limit_mb)
+    for owner, prefix in ((mechanism, ""), (getattr(mechanism, "generator", None), "generator.")):
+        for name in ITERATION_FIELDS:
+            value = getattr(owner, name, None)
+            if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value * 8 > limit_mb * _MIB:
+                raise MemoryLimitError(
+                    f"{prefix}{name}={value!r}: a fit of {value:,} iterations keeps {value * 8 / _MIB:,.0f} MiB of "
+                    f"history, more than the {limit_mb:,.0f} MiB memory limit; expected at most "
+                    f"{int(limit_mb * _MIB // 8):,}"
+                )
 
 
 def check_seed(seed: Any, name: str = "seed") -> int:
@@ -326,18 +361,87 @@ def check_generator(generator: Any, *, allow_none: bool = True) -> Any:
     return generator
 
 
-#: The memory limit (MiB) a run's sizes are checked against before any noise: the
-#: synthetic records (``records x attributes`` 8-byte codes) and every marginal table a
-#: mechanism will allocate (``cells`` 8-byte floats). Sizes are decided before measuring.
+#: The default memory limit (MiB) a run's sizes are checked against before any noise: the
+#: synthetic records (``records x attributes`` 8-byte codes), every marginal table a
+#: mechanism will allocate (``cells`` 8-byte floats) and the pairs of attributes
+#: (:func:`check_attribute_pairs`). Sizes are decided before measuring. A run sets another
+#: limit with :func:`memory_limit` (the command line's ``--memory-limit MB``); every check
+#: reads :func:`current_memory_limit`.
 MEMORY_LIMIT_MB = 4096.0
 
 _MIB = float(2**20)
+_LIMIT: ContextVar[float | None] = ContextVar("margsynth_memory_limit_mb", default=None)
+
+
+def check_memory_limit(limit_mb: Any, name: str = "memory_limit_mb") -> float:
+    """``limit_mb`` as a float number of MiB (finite, > 0), else ``ValueError`` naming ``name``."""
+    if isinstance(limit_mb, bool) or not isinstance(limit_mb, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a number of MiB > 0, got {limit_mb!r}")
+    if not (math.isfinite(limit_mb) and limit_mb > 0):
+        raise ValueError(f"{name} must be a finite number of MiB > 0, got {limit_mb!r}")
+    return float(limit_mb)
+
+
+def current_memory_limit() -> float:
+    """The memory limit (MiB) in force: the innermost :func:`memory_limit`, else
+    :data:`MEMORY_LIMIT_MB` (read when called)."""
+    limit = _LIMIT.get()
+    return MEMORY_LIMIT_MB if limit is None else limit
+
+
+@contextmanager
+def memory_limit(limit_mb: float | None) -> Iterator[float]:
+    """Within the block, every size check (:func:`check_records`, :func:`check_marginals_fit`,
+    :func:`check_attribute_pairs`, the raw-table and saved-model checks) uses ``limit_mb``
+    MiB (``None``: leave the limit as it is). Yields the limit in force."""
+    if limit_mb is None:
+        yield current_memory_limit()
+        return
+    token = _LIMIT.set(check_memory_limit(limit_mb))
+    try:
+        yield current_memory_limit()
+    finally:
+        _LIMIT.reset(token)
+
+
+def _limit(limit_mb: float | None) -> float:
+    return current_memory_limit() if limit_mb is None else limit_mb
+
+
+class MemoryLimitError(ValueError):
+    """A size a user asked for (records, attributes, marginal tables, bins, a model file's
+    arrays) that does not fit the memory limit: refused before any charge or draw."""
+
+
+#: Bytes per pair of attributes of the work that grows with the square of the number of
+#: attributes: the clique graph Private-PGM builds its junction tree from (one weighted
+#: edge per pair of cliques, at most one clique per attribute: networkx holds about 320
+#: bytes an edge) and the candidate pairs MST, AIM and PrivSyn score. With the default
+#: limit, about 5,000 attributes fit.
+PAIR_BYTES = 320
+
+
+def check_attribute_pairs(domain: Domain, limit_mb: float | None = None) -> None:
+    """:class:`MemoryLimitError` when the ``n (n - 1) / 2`` pairs of ``domain``'s ``n``
+    attributes, :data:`PAIR_BYTES` each, do not fit ``limit_mb`` MiB (``None``:
+    :func:`current_memory_limit`). Every mechanism checks it before any noise
+    (:func:`check_run_inputs`), so a table with too many columns is refused up front
+    instead of failing after its one-way measurements."""
+    limit_mb = _limit(limit_mb)
+    n = len(domain)
+    pairs = n * (n - 1) // 2
+    if pairs * PAIR_BYTES > limit_mb * _MIB:
+        most = int((1 + math.sqrt(1 + 8 * limit_mb * _MIB / PAIR_BYTES)) / 2)
+        raise MemoryLimitError(
+            f"too many attributes: {n:,} attributes make {pairs:,} pairs, about {pairs * PAIR_BYTES / _MIB:,.0f} MiB "
+            f"for the pair graph, more than the {limit_mb:,.0f} MiB memory limit; expected at most {most:,} attributes"
+        )
 
 
 def max_records(columns: int, limit_mb: float | None = None) -> int:
     """The most synthetic records of ``columns`` attributes that fit in ``limit_mb`` MiB
-    (``None``: :data:`MEMORY_LIMIT_MB`)."""
-    limit_mb = MEMORY_LIMIT_MB if limit_mb is None else limit_mb
+    (``None``: :func:`current_memory_limit`)."""
+    limit_mb = _limit(limit_mb)
     return int(limit_mb * _MIB // (8 * max(int(columns), 1)))
 
 
@@ -351,10 +455,10 @@ def check_records(
         return None
     if isinstance(records, bool) or not isinstance(records, (int, np.integer)) or records < 1:
         raise ValueError(f"{name} must be a positive integer or None, got {records!r}")
-    limit_mb = MEMORY_LIMIT_MB if limit_mb is None else limit_mb
+    limit_mb = _limit(limit_mb)
     if columns is not None and records > max_records(columns, limit_mb):
         mb = int(records) * 8 * int(columns) / _MIB
-        raise ValueError(
+        raise MemoryLimitError(
             f"{name}={records!r}: {records:,} records x {columns} attributes need {mb:,.0f} MiB, more than the "
             f"{limit_mb:,.0f} MiB memory limit; expected at most {max_records(columns, limit_mb):,}"
         )
@@ -367,7 +471,7 @@ def bounded_records(estimate: float, columns: int, limit_mb: float | None = None
     any noise, from the memory limit. Returns ``(n, note)``; ``note`` (empty unless the
     estimate fell outside the bound) is reported in the run's extras as
     ``records_bounded``, so nothing is clipped silently."""
-    limit_mb = MEMORY_LIMIT_MB if limit_mb is None else limit_mb
+    limit_mb = _limit(limit_mb)
     hi = max_records(columns, limit_mb)
     est = float(estimate)
     if math.isfinite(est) and -0.5 < est < hi + 0.5:
@@ -377,19 +481,26 @@ def bounded_records(estimate: float, columns: int, limit_mb: float | None = None
 
 
 def check_marginals_fit(
-    domain: Domain, cliques: Iterable[Sequence[str]], what: str = "marginal", limit_mb: float | None = None
+    domain: Domain,
+    cliques: Iterable[Sequence[str]],
+    what: str = "marginal",
+    limit_mb: float | None = None,
+    *,
+    bytes_per_cell: int = 8,
 ) -> None:
-    """``ValueError`` naming the attributes and their sizes when the table of one of
-    ``cliques`` (``prod sizes`` 8-byte cells) cannot be allocated within ``limit_mb`` MiB."""
-    limit_mb = MEMORY_LIMIT_MB if limit_mb is None else limit_mb
+    """:class:`MemoryLimitError` (a ``ValueError``) naming the attributes and their sizes when
+    the table of one of ``cliques`` (``prod sizes`` cells, ``bytes_per_cell`` each: 8 for the
+    table itself, more for the work done on it, e.g. scoring or an AEMC problem) cannot be
+    allocated within ``limit_mb`` MiB."""
+    limit_mb = _limit(limit_mb)
     for c in cliques:
         c = tuple(c)
         cells = math.prod(int(domain[a].size) for a in c)
-        if cells * 8 > limit_mb * _MIB:
+        if cells * bytes_per_cell > limit_mb * _MIB:
             sizes = ", ".join(f"{a}={domain[a].size:,}" for a in c)
-            raise ValueError(
-                f"domain too large: the {what} over {c} has {cells:,} cells ({cells * 8 / _MIB:,.0f} MiB), more than "
-                f"the {limit_mb:,.0f} MiB memory limit (attribute sizes {sizes}); expected smaller attributes"
+            raise MemoryLimitError(
+                f"domain too large: the {what} over {c} has {cells:,} cells ({cells * bytes_per_cell / _MIB:,.0f} MiB), "
+                f"more than the {limit_mb:,.0f} MiB memory limit (attribute sizes {sizes}); expected smaller attributes"
             )
 
 

@@ -479,14 +479,14 @@ def check_workload_fits(
     ``domain`` can be allocated (:func:`~.base.check_marginals_fit`, naming the attributes)
     and the whole workload — ``per_query_bytes`` for each of its cells plus ``extra_bytes``
     (the mechanism's synthetic data and optimiser state) — fits the memory limit
-    (:data:`~.base.MEMORY_LIMIT_MB` unless ``limit_mb``). Returns the number of cells."""
+    (:func:`~.base.current_memory_limit` unless ``limit_mb``). Returns the number of cells."""
     cliques = list(itertools.combinations(domain.names, int(degree)))
     _base.check_marginals_fit(domain, cliques, f"{degree}-way marginal", limit_mb)
     cells = sum(math.prod(int(domain[a].size) for a in c) for c in cliques)
-    limit = _base.MEMORY_LIMIT_MB if limit_mb is None else limit_mb
+    limit = _base.current_memory_limit() if limit_mb is None else limit_mb
     mb = (int(per_query_bytes) * cells + int(extra_bytes)) / 2**20
     if mb > limit:
-        raise ValueError(
+        raise _base.MemoryLimitError(
             f"{who} needs about {mb:,.0f} MiB for the {len(cliques):,} {degree}-way marginals of the domain "
             f"({cells:,} cells) and its synthetic rows, more than the {limit:,.0f} MiB memory limit; expected a "
             "smaller degree, fewer or smaller attributes, or fewer synthetic rows"

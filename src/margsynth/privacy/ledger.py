@@ -42,8 +42,14 @@ KINDS = ("gaussian", "exponential", "laplace", "permute_and_flip", "report_noisy
 _CURRENCIES = ("zcdp", "gdp")
 _GDP_KINDS = ("gaussian", "other")
 # Relative slack on the overspend test: lets a budget split into exact shares
-# (e.g. three charges of ρ/3) be spent in full despite floating-point rounding.
+# (e.g. three charges of ρ/3) be spent in full despite floating-point rounding. A charge
+# that lands above the total by such rounding is recorded as exactly what remained
+# (:meth:`BudgetLedger.charge`), so ``spent`` never exceeds ``total``.
 _RTOL = 1e-12
+# How far a recorded cost may be from the cost asked for: the tolerance within which the
+# ledger takes a cost to price the same noise (:meth:`BudgetLedger.charge` checks a cost
+# against its mechanism's parameters with it).
+_COST_RTOL = 1e-9
 #: Safety margin of :meth:`BudgetLedger.from_dp`: the ledger holds ``(1 - margin)`` times
 #: the largest ρ (or μ) that is (ε, δ)-DP. It exceeds the overspend slack ``_RTOL`` and
 #: the rounding of the conversions by orders of magnitude, so the (ε, δ) computed from
@@ -122,6 +128,7 @@ class BudgetLedger:
         self.conversion = conversion
         self._entries: list[Charge] = []
         self._spent_additive = 0.0  # ρ (zCDP) or μ² (GDP): the quantity that adds up
+        self._cumulative: list[float] = []  # _spent_additive after each charge
         # (additive budget, delta) verified (epsilon, delta)-DP by from_dp's calibration
         self._certified: tuple[float, float] | None = None
         # a sub-budget (:meth:`sub`): the ledger every charge is also made to, and its label there
@@ -308,6 +315,17 @@ class BudgetLedger:
         ``params`` given price the mechanism differently from ``cost`` (so a ledger
         never claims less than the noise drawn pays for), or the charge would overspend.
         Composition: ρ's add (Prop. 3); μ's add in squares (Dong et al. Cor. 3.3).
+
+        Rounding at the end of a budget: a split into exact shares (MST's three ρ/3, a
+        last charge of ``remaining``) can add up to a few ulps above the total. Such a
+        charge — above the total by no more than the overspend slack, and within the
+        relative ``1e-9`` by which this method already takes a cost to price the same noise
+        (the check against ``params``) — is recorded as exactly what remained, and ``spent``
+        becomes exactly ``total``: the sidecar's ``spent`` is never above ``total``, not by
+        one ulp, and no mechanism's noise changes. The noise drawn costs at most the
+        recorded cost times ``1 + 1e-9``, well inside the calibration margin of
+        :meth:`from_dp` (the requested (ε, δ) still holds). A charge above the total by
+        more is refused.
         """
         self._check_kind(kind)
         c = acc._positive("cost", cost)
@@ -321,17 +339,26 @@ class BudgetLedger:
                     f"charge {label!r}: cost {c!r} disagrees with the {kind} mechanism's parameters "
                     f"{priced} which cost {expected!r} {self.currency}"
                 )
+        overspend = ValueError(
+            f"charge {label!r} ({kind}) of {c:.6g} {self._unit} would overspend the budget: "
+            f"spent {self.spent:.6g} of {self.total:.6g}, remaining {self.remaining:.6g}"
+        )
         if not self.can_afford(c):
-            raise ValueError(
-                f"charge {label!r} ({kind}) of {c:.6g} {self._unit} would overspend the budget: "
-                f"spent {self.spent:.6g} of {self.total:.6g}, remaining {self.remaining:.6g}"
-            )
+            raise overspend
+        total_add = self._total_additive()
+        after = self._spent_additive + self._additive(c)
+        if after > total_add:  # above the total by rounding only: record what remained (docstring)
+            rest = self._from_additive(total_add - self._spent_additive)
+            if not (rest > 0 and math.isclose(rest, c, rel_tol=_COST_RTOL, abs_tol=0.0)):
+                raise overspend
+            c, after = rest, total_add
         if self.parent is not None:  # the parent accepts it too, or nothing is recorded
             pkind, pcost = self._to_parent(kind, c, params)
             self.parent.charge(pkind, pcost, f"{self.label}: {label}", **params)
         entry = Charge(step=len(self._entries), kind=kind, label=label, cost=c, params=params)
         self._entries.append(entry)
-        self._spent_additive += self._additive(c)
+        self._spent_additive = after
+        self._cumulative.append(after)
         return entry
 
     @property
@@ -365,10 +392,8 @@ class BudgetLedger:
         additive unit ρ or μ²), ``cumulative`` (composed spend after the charge) and the
         mechanism parameters (``sigma``, ``sensitivity``, ``epsilon``, ...) as columns."""
         rows = []
-        acc_add = 0.0
         tot = self._total_additive()
-        for e in self._entries:
-            acc_add += self._additive(e.cost)
+        for e, acc_add in zip(self._entries, self._cumulative):
             rows.append(
                 {
                     "step": e.step,

@@ -32,6 +32,7 @@ output files.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -41,11 +42,11 @@ import pandas as pd
 
 from ..dataset import Dataset
 from ..mechanisms import registry
-from ..mechanisms.base import Mechanism, check_privacy_params, check_seed
+from ..mechanisms.base import Mechanism, check_memory_limit, check_privacy_params, check_seed, memory_limit
 from ..privacy import BudgetLedger
 from ..timing import Stopwatch
 from .constraints import SchemaRule, check_satisfiable, compile_rules, parse_rules, repair_values
-from .encoder import Encoder, check_table, discovery_budget, domain_extremes, fit_encoder
+from .encoder import Encoder, check_sizes, check_table, discovery_budget, domain_extremes, fit_encoder
 from .schema import Schema
 
 __all__ = [
@@ -88,6 +89,9 @@ class PreparedRun:
     preprocessing_share: float | None
     public: pd.DataFrame | None = None
     rules: tuple[SchemaRule, ...] = ()
+    #: The memory limit (MiB) of every size check of the run (``None``: the one in force,
+    #: :func:`~margsynth.mechanisms.base.current_memory_limit`).
+    memory_limit_mb: float | None = None
 
     @property
     def discovers(self) -> bool:
@@ -127,6 +131,10 @@ class PreparedRun:
         """Discovery, encoding, the mechanism on its sub-budget, decoding: the synthetic
         table and the report (see :func:`synthesize`)."""
         seed = check_seed(seed)
+        with memory_limit(self.memory_limit_mb):
+            return self._run(seed)
+
+    def _run(self, seed: int) -> tuple[pd.DataFrame, dict[str, Any]]:
         clock = Stopwatch()
         ledger = self.ledger()
         delta_conv, delta_cat = self.deltas()
@@ -216,7 +224,7 @@ def _validate_extremes(run: PreparedRun) -> None:
                 if which == "largest"
                 else "list the categories, give bounds with uniform bins, or make the column nullable"
             )
-            raise ValueError(
+            raise type(exc)(  # a size refused stays a MemoryLimitError
                 f"{exc} (checked before any noise against the {which} domain private discovery can give, "
                 f"attribute sizes {sizes}; in the schema, {fix})"
             ) from None
@@ -231,6 +239,7 @@ def prepare(
     delta: float,
     preprocessing_share: float = DEFAULT_PREPROCESSING_SHARE,
     public: pd.DataFrame | None = None,
+    memory_limit_mb: float | None = None,
     **hyperparameters: Any,
 ) -> PreparedRun:
     """Every check of a raw-table run, before any charge or draw: the privacy parameters,
@@ -238,9 +247,21 @@ def prepare(
     mechanism's name and hyperparameters (it is built here, once), and the mechanism's own
     ``validate`` against the smallest and the largest domain discovery can produce
     (:func:`~margsynth.tabular.encoder.domain_extremes`), so a run they accept cannot be
-    refused after discovery. ``ValueError`` naming the argument, the value and what was
-    expected."""
+    refused after discovery. Every size — the schema's bins and categories
+    (:func:`~margsynth.tabular.encoder.check_sizes`, counted before anything is built), the
+    attributes, the marginals, the records — is checked against ``memory_limit_mb`` MiB
+    (``None``: :func:`~margsynth.mechanisms.base.current_memory_limit`), which the run keeps.
+    ``ValueError`` naming the argument, the value and what was expected."""
     check_privacy_params(epsilon, delta)
+    if memory_limit_mb is not None:
+        memory_limit_mb = check_memory_limit(memory_limit_mb)
+    with memory_limit(memory_limit_mb):
+        return _prepare(df, schema, mechanism, epsilon, delta, preprocessing_share, public, memory_limit_mb,
+                        hyperparameters)  # fmt: skip
+
+
+def _prepare(df, schema, mechanism, epsilon, delta, preprocessing_share, public, memory_limit_mb, hyperparameters):
+    """:func:`prepare` within its memory limit."""
     if preprocessing_share is not None and (
         isinstance(preprocessing_share, bool)
         or not isinstance(preprocessing_share, (int, float))
@@ -248,6 +269,7 @@ def prepare(
     ):
         raise ValueError(f"preprocessing_share must be in (0, 1) or None, got {preprocessing_share!r}")
     schema = Schema.coerce(schema)
+    check_sizes(schema)  # counted before anything is built from the schema
     try:
         checked = check_table(df, schema)
     except ValueError as exc:
@@ -264,9 +286,15 @@ def prepare(
     rules = parse_rules(schema.rules, schema)
     check_satisfiable(rules, schema)  # a rule set no row could obey is refused before any charge
     run = PreparedRun(df, schema, checked, mechanism, mech, float(epsilon), float(delta), preprocessing_share, public,
-                      rules)  # fmt: skip
-    if run.category_steps and not run.deltas()[1] > 0:
-        raise ValueError(f"epsilon={epsilon!r} is too large to leave a positive delta for category discovery")
+                      rules, memory_limit_mb)  # fmt: skip
+    if run.category_steps and not run.deltas()[1] / run.category_steps >= sys.float_info.min:
+        # a subnormal delta loses its precision: delta_conv + e^eps * delta_c could exceed delta
+        raise ValueError(
+            f"epsilon={epsilon!r} with delta={delta!r}: the delta of each category discovery, "
+            f"{DELTA_SHARE}*delta*e^-epsilon/{run.category_steps} = {run.deltas()[1] / run.category_steps:.3g}, is "
+            f"below the smallest normal float ({sys.float_info.min:.3g}); expected a larger delta or a smaller "
+            "epsilon, or the categories listed in the schema"
+        )
     ledger = run.ledger()
     most = discovery_budget(schema, ledger.total, preprocessing_share)["most"]
     if not most < ledger.total:
@@ -287,6 +315,7 @@ def synthesize(
     seed: int,
     preprocessing_share: float = DEFAULT_PREPROCESSING_SHARE,
     public: pd.DataFrame | None = None,
+    memory_limit_mb: float | None = None,
     **hyperparameters: Any,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """A decoded synthetic table of ``df`` from any registered mechanism, and the run's report.
@@ -297,7 +326,8 @@ def synthesize(
     (``preprocessing_share``: ``None`` for the budget rule, or a fixed share of ρ);
     ``public`` is the public table of mechanisms
     that need one (NIST-MST), coded with the same encoder; the other keyword arguments are
-    the mechanism's hyperparameters (``synthetic_records=N`` sets the number of records).
+    the mechanism's hyperparameters (``synthetic_records=N`` sets the number of records);
+    ``memory_limit_mb`` the limit of every size check (:func:`prepare`).
     Every check runs before the first charge and the first draw (:func:`prepare`).
 
     The report (a dict) has ``mechanism, parameters, epsilon, delta`` (spent, at most the
@@ -309,7 +339,7 @@ def synthesize(
     """
     check_seed(seed)
     run = prepare(df, schema, mechanism, epsilon=epsilon, delta=delta, preprocessing_share=preprocessing_share,
-                  public=public, **hyperparameters)  # fmt: skip
+                  public=public, memory_limit_mb=memory_limit_mb, **hyperparameters)  # fmt: skip
     return run.run(seed)
 
 

@@ -38,15 +38,18 @@ from scipy.special import ndtri
 
 from ..dataset import Dataset, _show
 from ..domain import Attribute, Domain
+from ..mechanisms.base import MemoryLimitError, current_memory_limit
 from ..privacy import BudgetLedger
 from ..privacy.accounting import gaussian_sigma
 from . import discovery as dsc
-from .schema import AUTO, DISCOVER, ColumnSpec, Schema, category_key
+from .schema import AUTO, DISCOVER, INTEGER_LIMIT, ColumnSpec, Schema, category_key
 
 __all__ = [
+    "CODE_BYTES",
     "ENCODER_VERSION",
     "ColumnCoding",
     "Encoder",
+    "check_sizes",
     "check_table",
     "describe",
     "discovery_budget",
@@ -99,6 +102,13 @@ def _numbers(spec: ColumnSpec, values: pd.Series, miss: np.ndarray) -> np.ndarra
         if bad.any():
             r = _first(bad)
             raise ValueError(f"column {spec.name!r} row {r}: non-integer value {_show(raw[r])} in an integer column")
+        bad = ~miss & (np.abs(x) >= INTEGER_LIMIT)
+        if bad.any():
+            r = _first(bad)
+            raise ValueError(
+                f"column {spec.name!r} row {r}: integer {_show(raw[r])} is beyond +-2^53 ({INTEGER_LIMIT:,}), where "
+                "integers stop being exact; declare the column categorical (an identifier) or leave it out of the schema"
+            )
     return x
 
 
@@ -438,9 +448,10 @@ class Encoder:
     def to_text(self, frame: pd.DataFrame) -> pd.DataFrame:
         """A decoded table as the text its CSV holds: floats with the column's ``decimals``
         (else as Python writes them), integers as integers, null cells as the column's first
-        null token (else empty), categories as their labels."""
+        null token (else empty), categories as their labels; the columns in ``frame``'s order."""
         out = {}
-        for c in self.columns:
+        order = {str(name): i for i, name in enumerate(frame.columns)}
+        for c in sorted(self.columns, key=lambda c: order.get(c.name, len(order))):
             col = frame[c.name]
             null = col.isna().to_numpy()
             if c.kind == "numeric" and c.type == "float" and c.decimals is not None:
@@ -591,12 +602,38 @@ def size_range(spec: ColumnSpec, present: int = 0) -> tuple[int, int]:
     if spec.bins == AUTO:
         most = 64 if span is None else min(64, span)
         fewest = min(2, most)
-    else:
-        most = len(dsc.uniform_cuts(*spec.bounds, spec.bins, integer)) + 1 if given else spec.bins
+    else:  # the bins of uniform_cuts, counted without building them
+        most = min(spec.bins, span) if span is not None else spec.bins
         fewest = most
     if spec.binning == "quantile" or not given:
         fewest = 1
     return fewest + null_lo, most + null_hi
+
+
+#: Bytes per code of a column besides its marginals' cells: its cut point or label in the
+#: encoder, in the sidecar's and a saved model's JSON, and in the arrays that encode and
+#: decode it (an estimate; :func:`check_sizes`).
+CODE_BYTES = 128
+
+
+def check_sizes(schema: Schema, limit_mb: float | None = None) -> None:
+    """Before anything is built from ``schema``: :class:`~margsynth.mechanisms.base.MemoryLimitError`
+    naming the column when the most codes it can have (:func:`size_range`: its ``bins``,
+    listed categories or cuts), :data:`CODE_BYTES` each, or its one-way marginal do not
+    fit ``limit_mb`` MiB (``None``: :func:`~margsynth.mechanisms.base.current_memory_limit`).
+    Counted, never built: ``"bins": 1000000000`` is refused at once."""
+    limit = current_memory_limit() if limit_mb is None else limit_mb
+    budget = limit * 2**20
+    for spec in schema.columns:
+        most = size_range(spec)[1]
+        if most * CODE_BYTES > budget:
+            what = (f"bins={spec.bins:,}" if spec.kind == "numeric" and spec.binning != "explicit"
+                    else f"{most - 1:,} cut points" if spec.kind == "numeric" else f"{most:,} categories")  # fmt: skip
+            raise MemoryLimitError(
+                f"column {spec.name!r}: {what} make up to {most:,} codes, about {most * CODE_BYTES / 2**20:,.0f} MiB "
+                f"to encode, more than the {limit:,.0f} MiB memory limit; expected at most "
+                f"{int(budget // CODE_BYTES):,}"
+            )
 
 
 def domain_extremes(schema: Schema, checked: Mapping[str, tuple[np.ndarray, Any]]) -> tuple[Domain, Domain]:
@@ -896,6 +933,9 @@ def _finish_column(spec: ColumnSpec, fit: dict[str, Any], rho_mech: float | None
         clamped = 0.0
         if spec.bounds == DISCOVER:
             lo, hi, clamped = dsc.refine_bounds(dist, integer)
+            if integer:  # the values lie within +-2^53 (larger ones are refused): so do the bounds, exact
+                top = float(INTEGER_LIMIT - 1)
+                lo, hi = min(max(lo, -top), top), max(min(hi, top), -top)
             clip = True
             if fit.get("sparse"):
                 rep["sparse"] = True

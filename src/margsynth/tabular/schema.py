@@ -44,9 +44,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["AUTO", "BINNINGS", "KINDS", "NUMERIC_TYPES", "ColumnSpec", "Schema", "draft_schema"]
+__all__ = ["AUTO", "BINNINGS", "INTEGER_LIMIT", "KINDS", "NUMERIC_TYPES", "ColumnSpec", "Schema", "draft_schema"]
 
 KINDS = ("categorical", "numeric", "ordinal")
+#: Integers of an integer column are read as float64, exact below ``2^53`` in magnitude; a
+#: column with larger values (64-bit identifiers) is refused before any noise, to be
+#: declared categorical (or left out), and so are bounds and cuts beyond it.
+INTEGER_LIMIT = 2**53
 NUMERIC_TYPES = ("integer", "float")
 BINNINGS = ("uniform", "quantile", "explicit")
 DISCOVER = "discover"
@@ -234,6 +238,11 @@ class ColumnSpec:
             if self.type == "integer" and (lo != int(lo) or hi != int(hi)):
                 raise ValueError(
                     f"column {n!r}: bounds of an integer column must be integers, got [{b[0]!r}, {b[1]!r}]"
+                )
+            if self.type == "integer" and max(abs(lo), abs(hi)) >= INTEGER_LIMIT:
+                raise ValueError(
+                    f"column {n!r}: bounds [{b[0]!r}, {b[1]!r}] reach beyond +-2^53 ({INTEGER_LIMIT:,}), where "
+                    "integers stop being exact; expected smaller bounds, or declare the column categorical"
                 )
             object.__setattr__(self, "bounds", (lo, hi))
         if not isinstance(self.clip, bool):
@@ -502,13 +511,13 @@ def _text(values: pd.Series) -> pd.Series:
 
 def column_type(texts: Sequence[str]) -> tuple[str, int | None]:
     """What a column's non-null cell texts are: ``("integer", None)`` when every one is an
-    integer, ``("float", d)`` when every one is a decimal number (``d`` the most digits
+    integer below ``2^53`` in magnitude (larger ones, 64-bit identifiers, are categorical), ``("float", d)`` when every one is a decimal number (``d`` the most digits
     after the point; ``None`` with exponents or more than 15, i.e. full precision), else ``("categorical", None)``. An empty
     column is categorical. (Metadata of the column, as its dtype is: no value is copied.)"""
     if not len(texts):
         return "categorical", None
-    if all(_INTEGER.fullmatch(t) for t in texts):
-        return "integer", None
+    if all(_INTEGER.fullmatch(t) for t in texts):  # identifiers beyond 2^53: categories
+        return ("integer", None) if all(abs(int(t)) < INTEGER_LIMIT for t in texts) else ("categorical", None)
     if all(_DECIMAL.fullmatch(t) for t in texts):
         plain = [t for t in texts if "e" not in t.lower()]
         decimals = max((len(t.split(".")[1]) if "." in t else 0) for t in plain) if len(plain) == len(texts) else None

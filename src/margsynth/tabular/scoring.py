@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .encoder import _missing, fit_encoder
+from .encoder import _missing, check_sizes, fit_encoder
 from .schema import Schema, category_key
 
 __all__ = ["encode_pair", "exact_schema"]
@@ -85,6 +85,7 @@ def exact_schema(real: pd.DataFrame, schema: Any):
     """``schema`` with every ``"discover"`` resolved exactly from ``real`` (see the module
     docstring); a :class:`~margsynth.tabular.Schema` that needs no private discovery."""
     schema = Schema.coerce(schema)
+    check_sizes(schema)  # its bins counted before any quantile is computed
     cols = []
     for spec in schema.columns:
         if spec.name not in real.columns:
@@ -102,11 +103,12 @@ def encode_pair(
     try:
         resolved = exact_schema(real, schema)
     except ValueError as exc:
-        raise ValueError(f"{what[0]}: {exc}") from None
+        raise type(exc)(f"{what[0]}: {exc}") from None
     try:  # nothing is left to discover: no ledger, no rng, nothing spent
+        check_sizes(resolved)
         encoder, _ = fit_encoder(real, resolved, ledger=None, rng=None)
     except ValueError as exc:
-        raise ValueError(f"{what[0]}: {exc}") from None
+        raise type(exc)(f"{what[0]}: {exc}") from None
     out = []
     for frame, name in zip((real, synthetic), what):
         try:
