@@ -48,7 +48,7 @@ from ..model_file import SavedModel
 from ..tabular import TableError, describe, encoder_of, prepare, sidecar
 from ..timing import Stopwatch
 from ._args import check_budget
-from ._inputs import check_input_file, file_sha256, is_file_arg, raw_input, read_schema, resolve_dataset
+from ._inputs import is_file_arg, raw_input, resolve_dataset, schema_input
 from ._outputs import OutputPair, check_out, dumps_strict, json_default, sidecar_path
 
 __all__ = ["check_save_model", "load_dataset", "model_bytes", "run_synth"]
@@ -237,17 +237,16 @@ def _run_raw(
     if device is not None:
         raise ValueError(f"--device {device!r}: not supported with --schema; drop it")
     frame, sha, raw = raw_input("--dataset", dataset)
-    sch_path = check_input_file("--schema", schema, "a schema JSON file (margsynth schema init drafts one)")
-    inputs_read = {f"--dataset {dataset!r}": raw, f"--schema {schema!r}": sch_path}
+    sch, sch_sha, sch_paths = schema_input("--schema", schema, dataset)
+    inputs_read = {f"--dataset {dataset!r}": raw, **{f"--schema {schema!r} ({p.name})": p for p in sch_paths}}
     path = check_out(out, inputs_read)
-    sch = read_schema("--schema", schema)
     kw = {} if preprocessing_share is None else {"preprocessing_share": preprocessing_share}
     try:  # every check of the run: cells, hyperparameters, the mechanism's own, before any noise
         prepared = prepare(frame, sch, mechanism, epsilon=epsilon, delta=delta, **kw, **(params or {}))
     except TableError as exc:
         raise ValueError(f"--dataset {dataset!r}: {exc} (--schema {schema!r})") from None
     model_path = check_save_model(save_model, prepared.mechanism, mechanism, path, inputs_read)
-    sha = {**sha, str(schema): file_sha256(sch_path)}
+    sha = {**sha, **sch_sha}
 
     with OutputPair(path, extra=[(model_path, "--save-model")] if model_path else []) as pair:
         clock = Stopwatch()
