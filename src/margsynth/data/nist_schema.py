@@ -26,9 +26,8 @@ not list it is not (an ``N`` there is refused before any noise).
 holds its own: Massachusetts' five PUMAs (state code ``25``), Texas' six (``48``), and the
 twenty others in ``national2018`` (NIST's description of the excerpts; the registry's
 descriptions give the counts). :func:`nist_acs_schema` keeps the excerpt's own PUMAs — public
-knowledge, no cost — so the mechanism spends no budget on, and the output holds no record in,
-a PUMA the excerpt cannot contain (at ε = 1 the 26 empty PUMAs of ``ma2018`` drew about 20 k-marginal points off MST's score:
-docs/notes/sdnist_kmarginal.md).
+knowledge, no cost — so the output holds no record in a PUMA the excerpt cannot contain, and
+the mechanism spends no noise on them (docs/notes/sdnist_kmarginal.md measures the difference).
 
 **Named schemas.** :data:`NAMED_SCHEMAS`: ``nist-acs`` (all 24 features) and ``nist-acs-21``
 (without ``PWGTP``, ``WGTP`` and ``INDP``: the run leaves those columns out). The command line

@@ -438,9 +438,14 @@ class Encoder:
     def to_text(self, frame: pd.DataFrame) -> pd.DataFrame:
         """A decoded table as the text its CSV holds: floats with the column's ``decimals``
         (else as Python writes them), integers as integers, null cells as the column's first
-        null token (else empty), categories as their labels."""
+        null token (else empty), categories as their labels; the columns in ``frame``'s order
+        (a run's output keeps the raw table's order, which the schema's need not be)."""
+        coding = {c.name: c for c in self.columns}
+        missing = [n for n in coding if n not in set(map(str, frame.columns))]
+        if missing:
+            raise ValueError(f"frame lacks the encoder's column(s) {missing}; expected a decoded table")
         out = {}
-        for c in self.columns:
+        for c in (coding[str(n)] for n in frame.columns if str(n) in coding):
             col = frame[c.name]
             null = col.isna().to_numpy()
             if c.kind == "numeric" and c.type == "float" and c.decimals is not None:
