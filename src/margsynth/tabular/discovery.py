@@ -336,12 +336,18 @@ def fine_edges(
     increasing. With ``range_index`` (the bins :func:`discover_range` found) every range bin
     between them is cut into ``cells // bins`` equal cells, so the cells follow the scale
     of the data; else ``[lo, hi]`` (``hi + 1`` for integers) is cut into ``cells`` equal
-    cells. A data-independent function of what was released before. A float range that
+    cells, and for integers ``lo`` and ``hi`` are cells of their own: a value coded at a
+    bound (a top code such as an income-to-poverty ratio's "501 or more", a bottom code, a
+    zero) is a point mass that a wider cell would spread over its neighbours when decoding
+    draws within the cell. A data-independent function of what was released before. A float range that
     starts (ends) at the zero bin starts (ends) at 0: a column of non-negative values never
     gets a tiny negative bound (values of magnitude below ``2^-30`` move to 0)."""
     if range_index is None:
         top = hi + 1.0 if integer else hi
-        return _split(lo, top, cells, integer)
+        edges = _split(lo, top, cells, integer)
+        if integer and hi - lo >= 2:  # the end values alone in their cells
+            edges = np.union1d(edges, [lo + 1.0, hi])
+        return edges
     lower, upper = range_bins(integer)
     i, j = range_index
     m = max(1, cells // (j - i + 1))
