@@ -15,7 +15,7 @@ import pytest
 from scipy.stats import norm
 
 from margsynth.privacy import BudgetLedger
-from margsynth.tabular import Schema, fit_encoder, synthesize
+from margsynth.tabular import Encoder, Schema, fit_encoder, synthesize
 from margsynth.tabular import discovery as dsc
 
 
@@ -353,3 +353,20 @@ def test_integer_bounds_are_cells_of_their_own():
         enc, _ = fit_encoder(df, schema, ledger=led, rng=np.random.default_rng(seed), share=0.01)
         out = enc.decode(enc.encode(df), np.random.default_rng(seed))["v"].to_numpy()
         assert abs((out == 501).mean() - (x == 501).mean()) < 0.05, (out == 501).mean()  # before: about 8%
+
+
+def test_a_column_too_sparse_to_locate_is_written_as_null():
+    """23 values among 3,300 nulls at a tiny budget: the values are coded null, and whatever
+    codes the mechanism's noise puts in the column's (unlocated) bin decode to null too."""
+    rng = np.random.default_rng(3)
+    v = np.full(3323, "", dtype=object)
+    v[:23] = [f"{x:.1f}" for x in rng.uniform(90, 432, 23)]
+    df = pd.DataFrame({"v": v, "k": rng.choice(["a", "b"], v.size)})
+    schema = {"columns": [{"name": "v", "kind": "numeric", "type": "float", "bounds": "discover", "bins": 4,
+                           "nullable": True}, {"name": "k", "kind": "categorical", "categories": ["a", "b"]}]}  # fmt: skip
+    out, rep = synthesize(df, schema, "independent", epsilon=0.05, delta=1e-6, seed=0)
+    assert rep["preprocessing"]["columns"]["v"].get("values_coded_as_null")
+    enc = Encoder.from_dict(rep["encoder"])
+    col = enc.columns[0]
+    codes = pd.DataFrame({"v": np.arange(col.size).repeat(5), "k": 0})  # every code, the bins included
+    assert enc.decode(codes, np.random.default_rng(0))["v"].isna().all() and out["v"].isna().all()

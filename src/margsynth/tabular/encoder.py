@@ -502,6 +502,8 @@ class Encoder:
     @staticmethod
     def _decode_column(c: ColumnCoding, code: np.ndarray, rng: np.random.Generator) -> pd.Series:
         null = code == c.null_code if c.nullable else np.zeros(code.shape, dtype=bool)
+        if not c.located:  # its values were coded null; a bin the mechanism's noise filled is no value
+            null = np.ones(code.shape, dtype=bool)
         if c.kind != "numeric":
             labels = list(c.categories) + ([c.other_label] if c.other_label is not None else [])
             dtype = _label_dtype(labels, c.nullable)
