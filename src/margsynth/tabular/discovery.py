@@ -215,6 +215,7 @@ def discover_categories(
         info["max_categories"] = max_keep
     if nulls is not None:
         info["noisy_nulls"] = float(noisy[-1])
+    info["kept_counts"] = {k: float(y) for y, k in above}  # released with their keys
     return kept, info
 
 
