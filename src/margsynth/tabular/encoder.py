@@ -581,8 +581,11 @@ def size_range(spec: ColumnSpec, present: int = 0) -> tuple[int, int]:
     exact; ``bins: "auto"`` gives 2 to 64 bins (:func:`~.discovery.auto_bins`; at most
     the integers of given bounds), discovered bounds may close in on one integer, a
     quantile binning or explicit cuts within discovered bounds can merge down to one bin;
-    ``nullable: "discover"`` adds zero or one."""
+    ``nullable: "discover"`` adds zero or one, and so do discovered bounds (values too few to
+    be located are coded as null)."""
     null_lo, null_hi = (0, 1) if spec.nullable == DISCOVER else (int(spec.nullable), int(spec.nullable))
+    if spec.kind == "numeric" and spec.bounds == DISCOVER:
+        null_hi = 1  # values too few to locate are coded as null, in any column
     if spec.kind != "numeric":
         if spec.categories != DISCOVER:
             n = len(spec.categories) + spec.has_other
@@ -971,9 +974,10 @@ def _finish_column(spec: ColumnSpec, fit: dict[str, Any], rho_mech: float | None
                 cell_edges = np.concatenate([[max(e[idx[0]], lo)], np.minimum(e[idx + 1], top)])
                 cells, masses = tuple(float(c) for c in cell_edges), tuple(float(m) for m in dist.masses[idx])
         fill = None
-        located = not (fit.get("sparse") and nullable)  # values too few to locate: coded as null (reported)
+        located = not fit.get("sparse")  # values too few to locate: coded as null (reported), nullable or not
         if not located:
             rep["values_coded_as_null"] = True
+            nullable = rep["nullable"] = True  # (its bounds are a noise draw: a value there would be invented)
         if has_nulls and not nullable:
             coding0 = ColumnCoding(spec.name, "numeric", False, type=spec.type, lo=float(lo), hi=float(hi),
                                    cuts=tuple(float(c) for c in cuts))  # fmt: skip
