@@ -315,8 +315,10 @@ def _check_table(name: str, table: pd.DataFrame, tokens: list[str], eps: float, 
                 dec = values.str.split(".").str[1].str.len().fillna(0)
                 if not (dec == spec.decimals).all():
                     fails.append(f"{name}/{c.name}: decimals not kept ({spec.decimals} expected)")
-            lines.append(f"    {c.name:18s} numeric {spec.type:7s} bounds [{c.lo:g}, {c.hi:g}], {len(c.cuts) + 1} bins, "
-                         f"output in [{x.min() if x.size else float('nan'):g}, {x.max() if x.size else float('nan'):g}]"
+            where = ("not located: written as null" if rep.get("values_coded_as_null") else
+                     f"bounds [{c.lo:g}, {c.hi:g}], {len(c.cuts) + 1} bins, {100 * rep['clamped_share']:.1f}% clamped")
+            lines.append(f"    {c.name:18s} numeric {spec.type:7s} {where}, output in "
+                         f"[{x.min() if x.size else float('nan'):g}, {x.max() if x.size else float('nan'):g}]"
                          f"{'' if spec.decimals is None else f', {spec.decimals} decimals'}")  # fmt: skip
         else:
             shares = real.value_counts(normalize=True)
