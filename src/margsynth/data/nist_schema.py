@@ -26,8 +26,9 @@ not list it is not (an ``N`` there is refused before any noise).
 holds its own: Massachusetts' five PUMAs (state code ``25``), Texas' six (``48``), and the
 twenty others in ``national2018`` (NIST's description of the excerpts; the registry's
 descriptions give the counts). :func:`nist_acs_schema` keeps the excerpt's own PUMAs — public
-knowledge, no cost — so the output holds no record in a PUMA the excerpt cannot contain, and
-the mechanism spends no noise on them (docs/notes/sdnist_kmarginal.md measures the difference).
+knowledge, no cost — so the output holds no record in a PUMA the excerpt cannot contain
+(with all 31, MST put 1.7% of ``ma2018``'s records in other states' PUMAs at ε = 1;
+docs/notes/sdnist_kmarginal.md).
 
 **Named schemas.** :data:`NAMED_SCHEMAS`: ``nist-acs`` (all 24 features) and ``nist-acs-21``
 (without ``PWGTP``, ``WGTP`` and ``INDP``: the run leaves those columns out). The command line
