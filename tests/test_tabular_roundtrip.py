@@ -197,3 +197,17 @@ def test_discovered_float_bounds_print_and_decode_cleanly():
     assert col["bounds"][0] == 0.0 and not any("e-" in lab for lab in enc.columns[0].labels())
     out = enc.decode(enc.encode(df), np.random.default_rng(1))
     assert (out["precip"] >= 0).all() and (out["precip"] <= col["bounds"][1]).all()
+
+
+def test_to_text_keeps_the_frames_column_order():
+    # a schema in another order than the table: the written table keeps the table's order
+    df = pd.DataFrame({"b": ["x", "y", "N"], "a": ["1.50", "2.25", "3.00"]})
+    schema = Schema.from_dict({"null_tokens": ["N"], "columns": [
+        {"name": "a", "kind": "numeric", "type": "float", "bounds": [0, 4], "bins": 2, "decimals": 2},
+        {"name": "b", "kind": "categorical", "categories": ["x", "y"], "nullable": True}]})  # fmt: skip
+    enc, _ = fit_encoder(df, schema, ledger=None, rng=None)
+    text = enc.to_text(enc.decode(enc.encode(df), np.random.default_rng(0))[["b", "a"]])
+    assert list(text.columns) == ["b", "a"] and text["b"].tolist() == ["x", "y", "N"]
+    assert all(len(v.split(".")[1]) == 2 for v in text["a"])
+    with pytest.raises(ValueError, match=r"lacks the encoder's column\(s\) \['a'\]"):
+        enc.to_text(text[["b"]])

@@ -220,7 +220,7 @@ def test_sizes_bracket_what_discovery_gives():
     schema = Schema.coerce(schema_with("rooms", bounds="discover", binning="quantile", bins=5))
     small, big = domain_extremes(schema, check_table_of(df, schema))
     assert small.to_dict() == {"city": 2, "price": 2, "rooms": 1, "kind": 2}
-    assert big.to_dict() == {"city": 4, "price": 5, "rooms": 5, "kind": 2}
+    assert big.to_dict() == {"city": 4, "price": 5, "rooms": 6, "kind": 2}  # rooms: 5 bins, or null if not located
     seen = set()
     for seed, eps in itertools.product(range(6), (1e-3, 0.3, 30.0)):
         ledger = BudgetLedger.from_dp(eps, 1e-6)
@@ -245,11 +245,11 @@ def test_memory_refusal_before_any_charge_or_draw(spy, monkeypatch):  # noqa: F8
 
     monkeypatch.setattr(base, "MEMORY_LIMIT_MB", 300 * 8 / 2**20)  # 300 cells; 31 x 16 do not fit
     with pytest.raises(ValueError, match=r"domain too large.*largest domain private discovery can give") as info:
-        synthesize(many_cities(), CITY_SCHEMA, "mst", epsilon=1.0, delta=1e-6, seed=SEED)
+        synthesize(many_cities(), CITY_SCHEMA, "mst", epsilon=1.0, delta=1e-6, seed=SEED, select_iters=20, iters=20)
     assert "\n" not in str(info.value) and "city=1..31" in str(info.value)
     assert nothing_spent(spy)
     monkeypatch.setattr(base, "MEMORY_LIMIT_MB", 600 * 8 / 2**20)  # 31 x 16 = 496 cells fit: the run goes ahead
-    out, rep = synthesize(many_cities(), CITY_SCHEMA, "mst", epsilon=1.0, delta=1e-6, seed=SEED, iters=20)
+    out, rep = synthesize(many_cities(), CITY_SCHEMA, "mst", epsilon=1.0, delta=1e-6, seed=SEED, select_iters=20, iters=20)
     assert len(out) > 0 and spy["charges"] and spy["rng"]
 
 

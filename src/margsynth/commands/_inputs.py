@@ -11,11 +11,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..data import RAW_TABLES, RECORD_DATASETS, load_csv, load_raw
+from ..data import NIST_EXCERPTS, RAW_TABLES, RECORD_DATASETS, load_csv, load_raw
 from ..data.fetch import DataUnavailableError, local_path, require
 from ..data.loaders import load_registered
 from ..data.loaders import read_raw_csv as read_text
-from ..data.registry import dataset_info
+from ..data.nist_schema import NAMED_SCHEMAS, named_schema
+from ..data.registry import NIST_CRC_DICTIONARY, dataset_info
 from ..domain import Domain
 from ..mechanisms.base import MemoryLimitError, memory_limit
 from ..tabular import Schema
@@ -33,6 +34,7 @@ __all__ = [
     "read_raw_csv",
     "read_schema",
     "resolve_dataset",
+    "schema_input",
     "use_registered",
 ]
 
@@ -169,6 +171,11 @@ def resolve_dataset(arg: str, domain_json: str | None, *, what: str = "--dataset
             raise ValueError(f"{what} {arg!r} is a CSV: pass its domain with --domain JSON")
         ds = read_csv_dataset(what, path, read_domain("--domain", domain_json))
         return Input(ds, "real", {str(path): file_sha256(path), str(domain_json): file_sha256(domain_json)}, path)
+    if arg in RAW_TABLES:
+        shipped = f", or the shipped {' or '.join(NAMED_SCHEMAS)}" if arg in NIST_EXCERPTS else ""
+        raise ValueError(
+            f"{what} {arg!r} is a raw table: pass --schema with a schema JSON (margsynth schema init drafts one){shipped}"
+        )
     if arg not in RECORD_DATASETS:
         raise ValueError(f"{what} {arg!r}: unknown dataset, not a file and not one of {', '.join(RECORD_DATASETS)}")
     dom = read_domain("--domain", domain_json) if domain_json is not None else None
@@ -181,9 +188,40 @@ def resolve_dataset(arg: str, domain_json: str | None, *, what: str = "--dataset
     return Input(ds, source, sha)
 
 
-def read_schema(option: str, value: str | Path):
-    """The :class:`~margsynth.tabular.Schema` in a schema JSON file, with errors naming ``option``."""
-    expected = "a schema JSON file (margsynth schema init drafts one)"
+SCHEMA_EXPECTED = (
+    f"a schema JSON file (margsynth schema init drafts one) or a shipped schema ({', '.join(NAMED_SCHEMAS)})"
+)
+
+
+def is_named_schema(value: str | Path) -> bool:
+    """Whether ``--schema`` names a shipped schema (``margsynth.data.NAMED_SCHEMAS``: ``nist-acs``)
+    rather than a file; a file of that name wins."""
+    return str(value) in NAMED_SCHEMAS and not Path(value).exists()
+
+
+def schema_input(option: str, value: str | Path, dataset: str | None = None):
+    """``(schema, {file: sha256}, paths read)`` for ``option``: a schema JSON file, or a named
+    schema (``nist-acs``, ``nist-acs-21``: built from the NIST excerpts' data dictionary for the
+    table ``dataset``, :func:`margsynth.data.nist_schema.named_schema`), with errors naming
+    ``option``."""
+    if not is_named_schema(value):
+        path = check_input_file(option, value, SCHEMA_EXPECTED)
+        return read_schema(option, value), {str(value): file_sha256(path)}, [path]
+    try:
+        schema = Schema.from_dict(named_schema(str(value), dataset))
+    except DataUnavailableError as exc:
+        raise ValueError(f"{option} {str(value)!r}: the NIST data dictionary is unavailable ({exc})") from None
+    entry = next(e for e in dataset_info("ma2018").files if e.path == NIST_CRC_DICTIONARY)
+    return schema, {NIST_CRC_DICTIONARY: entry.sha256}, [local_path(entry)]
+
+
+
+def read_schema(option: str, value: str | Path, dataset: str | None = None):
+    """The :class:`~margsynth.tabular.Schema` in a schema JSON file, or the named schema
+    ``value`` for the table ``dataset`` (:func:`schema_input`), with errors naming ``option``."""
+    if is_named_schema(value):
+        return schema_input(option, value, dataset)[0]
+    expected = SCHEMA_EXPECTED
     check_input_file(option, value, expected)
     try:
         schema = Schema.load(value)

@@ -79,7 +79,7 @@ def _raw_pair(args):
     """``--dataset`` and ``--synthetic`` read as raw CSVs and encoded by one encoder from ``--schema``."""
     if args.domain is not None:
         raise ValueError(f"--domain {args.domain!r}: raw CSVs (--schema) need no domain file; drop --domain")
-    schema = read_schema("--schema", args.schema)
+    schema = read_schema("--schema", args.schema, args.dataset)
     real = raw_input("--dataset", args.dataset)[0]
     synth = read_raw_csv("--synthetic", args.synthetic)
     what = (f"--dataset {args.dataset!r}", f"--synthetic {args.synthetic!r}")

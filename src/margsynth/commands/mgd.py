@@ -108,7 +108,7 @@ def _load_raw(args):
         raise ValueError(f"--domain {args.domain!r}: raw CSVs (--schema) need no domain file; drop --domain")
     if args.ordinal:
         raise ValueError(f"--ordinal {args.ordinal!r}: with --schema the ordinal attributes come from the schema; drop --ordinal")
-    schema = read_schema("--schema", args.schema)
+    schema = read_schema("--schema", args.schema, args.truth)
     truth = raw_input("--truth", args.truth)[0]
     synth = read_raw_csv("--synthetic", args.synthetic)
     what = (f"--truth {args.truth!r}", f"--synthetic {args.synthetic!r}")

@@ -126,7 +126,8 @@ def _synth(sub) -> None:
         "--schema",
         metavar="SCHEMA.json",
         help="--dataset is a raw CSV (strings, decimals, empty cells) described by this schema "
-        "(margsynth schema init drafts one); the output is decoded to the raw columns",
+        "(margsynth schema init drafts one; for the NIST excerpts, nist-acs or nist-acs-21: built from their data "
+        "dictionary); the output is decoded to the raw columns",
     )
     p.add_argument(
         "--preprocessing-share",

@@ -48,7 +48,13 @@ from ..model_file import SavedModel, is_model_file
 from ..tabular import TableError, describe, encoder_of, prepare, sidecar
 from ..timing import Stopwatch
 from ._args import check_budget
-from ._inputs import check_input_file, file_sha256, is_file_arg, memory_budget, raw_input, read_schema, resolve_dataset
+from ._inputs import (
+    is_file_arg,
+    memory_budget,
+    raw_input,
+    resolve_dataset,
+    schema_input,
+)
 from ._outputs import OutputPair, check_out, dumps_strict, json_default, mark_sidecar, sidecar_path
 
 __all__ = ["check_save_model", "load_dataset", "model_bytes", "run_synth"]
@@ -77,8 +83,10 @@ def _parse_params(items: list[str]) -> dict:
     for it in items:
         key, sep, val = it.partition("=")
         key = key.strip().replace("-", "_")
-        if not sep or not all(part.isidentifier() for part in key.removeprefix("generator.").split(".", 1)) or (
-            "." in key.removeprefix("generator.")
+        if (
+            not sep
+            or not all(part.isidentifier() for part in key.removeprefix("generator.").split(".", 1))
+            or ("." in key.removeprefix("generator."))
         ):
             raise ValueError(f"--param must be KEY=VALUE with KEY a name or generator.NAME, got {it!r}")
         try:
@@ -207,7 +215,9 @@ def run_synth(
         try:
             mech.validate(data, epsilon, delta, **kw)  # every check of the run, before any noise
         except MemoryLimitError as exc:
-            raise _sized(f"--dataset {dataset!r}" + (f" (--domain {domain!r})" if domain else ""), params or {}, exc) from None
+            raise _sized(
+                f"--dataset {dataset!r}" + (f" (--domain {domain!r})" if domain else ""), params or {}, exc
+            ) from None
         model_path = check_save_model(save_model, mech, mechanism, path, inputs_read)
 
         # --- reserve the outputs (an unwritable place is found now, before any noise), run, write all or nothing
@@ -279,10 +289,9 @@ def _run_raw(
     if device is not None:
         raise ValueError(f"--device {device!r}: not supported with --schema; drop it")
     frame, sha, raw = raw_input("--dataset", dataset)
-    sch_path = check_input_file("--schema", schema, "a schema JSON file (margsynth schema init drafts one)")
-    inputs_read = {f"--dataset {dataset!r}": raw, f"--schema {schema!r}": sch_path}
+    sch, sch_sha, sch_paths = schema_input("--schema", schema, dataset)
+    inputs_read = {f"--dataset {dataset!r}": raw, **{f"--schema {schema!r} ({p.name})": p for p in sch_paths}}
     path = check_out(out, inputs_read)
-    sch = read_schema("--schema", schema)
     kw = {} if preprocessing_share is None else {"preprocessing_share": preprocessing_share}
     _create(mechanism, params or {})  # a bad --param or --preset named before the table is checked
     try:  # every check of the run: cells, hyperparameters, the mechanism's own, before any noise
@@ -292,7 +301,7 @@ def _run_raw(
     except MemoryLimitError as exc:
         raise _sized(f"--dataset {dataset!r} (--schema {schema!r})", params or {}, exc) from None
     model_path = check_save_model(save_model, prepared.mechanism, mechanism, path, inputs_read)
-    sha = {**sha, str(schema): file_sha256(sch_path)}
+    sha = {**sha, **sch_sha}
 
     with OutputPair(path, extra=[(model_path, "--save-model")] if model_path else []) as pair:
         clock = Stopwatch()

@@ -19,11 +19,13 @@ from .loaders import (
     read_data_dictionary,
     read_raw_csv,
 )
+from .nist_schema import NAMED_SCHEMAS, nist_acs_schema, schema_from_dictionary
 from .provenance import SurrogateDataWarning, surrogate_used
 from .registry import DATASETS, dataset_info, dataset_names
 
 __all__ = [
     "DATASETS",
+    "NAMED_SCHEMAS",
     "NIST_EXCERPTS",
     "RAW_TABLES",
     "RECORD_DATASETS",
@@ -40,8 +42,10 @@ __all__ = [
     "load_domain",
     "load_raw",
     "load_source",
+    "nist_acs_schema",
     "read_raw_csv",
     "read_data_dictionary",
+    "schema_from_dictionary",
     "surrogate_used",
     "verify",
 ]

@@ -47,12 +47,15 @@ noise, from the schema and earlier releases only.
    passes, the
    column's values are too few to be located at this budget: the report says so (the
    encoder then codes them as null when the column may hold nulls).
-4. **Distribution** (:func:`measure_distribution`): a noisy histogram over at most
-   :data:`FINE_CELLS` cells within the range (each range bin cut into equal cells; integer
-   cells hold whole integers; one cell per integer when they are few), plus a cell below
-   and a cell above for values outside it. The number of cells is what the noise allows:
-   about ``n̂ / (3σ)`` for ``n̂`` noisy rows (:func:`distribution_cells`), so that a cell
-   of average mass stands out of its noise. Its cumulative sum, made non-decreasing by its
+4. **Distribution** (:func:`measure_distribution`): a noisy histogram over cells within
+   the range (each range bin cut into equal cells; integer cells hold whole integers; one
+   cell per integer when they are few) or within given bounds (cut at the range grid's
+   edges as well as evenly, so the cells follow the scale of the values either way; an
+   integer bound a cell of its own: :func:`fine_edges`), plus a cell below and a cell above
+   for values outside it. The number of cells is what the noise allows: about
+   ``n̂ / (3σ)`` for ``n̂`` noisy rows (:func:`distribution_cells`, at most
+   :data:`FINE_CELLS`; a range or bounds spanning more range bins get one cell per bin), so
+   that a cell of average mass stands out of its noise. Its cumulative sum, made non-decreasing by its
    least-squares projection (isotonic regression, :func:`isotonic_fit`) and clamped at zero,
    is a private distribution function (Hay, Rastogi, Miklau & Suciu, "Boosting the Accuracy
    of Differentially Private Histograms Through Consistency", PVLDB 2010, arXiv:0904.0942,
@@ -212,6 +215,7 @@ def discover_categories(
         info["max_categories"] = max_keep
     if nulls is not None:
         info["noisy_nulls"] = float(noisy[-1])
+    info["kept_counts"] = {k: float(y) for y, k in above}  # released with their keys
     return kept, info
 
 
@@ -335,13 +339,21 @@ def fine_edges(
     """The edges of the distribution histogram (module docstring, 4), half-open cells,
     increasing. With ``range_index`` (the bins :func:`discover_range` found) every range bin
     between them is cut into ``cells // bins`` equal cells, so the cells follow the scale
-    of the data; else ``[lo, hi]`` (``hi + 1`` for integers) is cut into ``cells`` equal
-    cells. A data-independent function of what was released before. A float range that
+    of the data. Without it (given bounds) ``[lo, hi]`` (``hi + 1`` for integers) is cut at
+    the range-grid edges inside it (floats: none below ``(hi - lo) / FINE_CELLS`` in
+    magnitude) and each part into equal cells, as many as its share of ``cells`` equal-width
+    cells over the bounds, and at least an equal share of ``cells / 2`` (at least one): cells
+    as fine as an even grid everywhere and as the range grid where the magnitudes are small,
+    so a column whose wide bounds hold values over orders of magnitude (incomes, survey
+    weights) gets fine cells where most of its values are; for integers ``lo``
+    and ``hi`` are cells of their own: a value coded at a
+    bound (a top code such as an income-to-poverty ratio's "501 or more", a bottom code, a
+    zero) is a point mass that a wider cell would spread over its neighbours when decoding
+    draws within the cell. A data-independent function of what was released before. A float range that
     starts (ends) at the zero bin starts (ends) at 0: a column of non-negative values never
     gets a tiny negative bound (values of magnitude below ``2^-30`` move to 0)."""
     if range_index is None:
-        top = hi + 1.0 if integer else hi
-        return _split(lo, top, cells, integer)
+        return _bounded_edges(float(lo), float(hi), integer, cells)
     lower, upper = range_bins(integer)
     i, j = range_index
     m = max(1, cells // (j - i + 1))
@@ -352,6 +364,28 @@ def fine_edges(
         upper[zero] = 0.0 if j == zero and i < zero else upper[zero]
     parts = [_split(lower[k], upper[k], m, integer)[:-1] for k in range(i, j + 1)]
     return np.concatenate([*parts, [upper[j]]])
+
+
+def _bounded_edges(lo: float, hi: float, integer: bool, cells: int) -> np.ndarray:
+    """:func:`fine_edges` within given bounds (its docstring)."""
+    top = hi + 1.0 if integer else hi
+    lower, upper = range_bins(integer)
+    last = hi if integer else float(np.nextafter(hi, -np.inf))  # the bin of the last value below top
+    i, j = (int(k) for k in _bin_of(np.array([lo, last]), lower))
+    # the range bins' edges inside (lo, top) (the outermost bins reach past the grid); floats: none at a
+    # magnitude below span / FINE_CELLS (the grid goes down to 2^-30)
+    span, half = top - lo, max(cells // 2, 1)
+    floor = 0.0 if integer else span / FINE_CELLS
+    parts = [lo, *(float(e) for e in upper[i:j] if lo < e < top and abs(e) >= floor), top]
+    share = max(1, half // (len(parts) - 1))
+    edges = np.concatenate([
+        *(_split(a, b, max(share, math.ceil(cells * (b - a) / span)), integer)[:-1]
+          for a, b in zip(parts[:-1], parts[1:])),
+        [top],
+    ])  # fmt: skip
+    if integer and hi - lo >= 2:  # the end values alone in their cells
+        edges = np.union1d(edges, [lo + 1.0, hi])
+    return edges
 
 
 def fine_histogram(x: np.ndarray, edges: np.ndarray) -> np.ndarray:

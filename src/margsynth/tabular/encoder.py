@@ -234,6 +234,7 @@ class ColumnCoding:
     masses: tuple[float, ...] | None = None
     null_tokens: tuple[str, ...] = ()
     fill: int | None = None  # the code of a null cell when the column is not nullable (nulls too rare to keep)
+    rare: int | None = None  # a discovered set without an other bucket: the code of a value outside its categories
     located: bool = True  # False: the values were too few to locate privately; every cell is coded null
 
     @property
@@ -311,6 +312,8 @@ class ColumnCoding:
             out["null_tokens"] = list(self.null_tokens)
         if self.fill is not None:
             out["fill"] = self.fill
+        if self.rare is not None:
+            out["rare"] = self.rare
         if not self.located:
             out["located"] = False
         return out
@@ -330,7 +333,7 @@ class ColumnCoding:
                        masses=None if cells is None else tuple(float(m) for m in d["masses"]),
                        null_tokens=tokens, fill=fill, located=bool(d.get("located", True)))  # fmt: skip
         return cls(d["name"], d["kind"], bool(d["nullable"]), categories=tuple(d["categories"]),
-                   other_label=d.get("other_label"), null_tokens=tokens, fill=fill)  # fmt: skip
+                   other_label=d.get("other_label"), null_tokens=tokens, fill=fill, rare=d.get("rare"))  # fmt: skip
 
 
 def _typed(key: str, dtype: Any) -> Any:
@@ -395,8 +398,8 @@ class Encoder:
                 kw: dict[str, Any] = {"binning": "explicit", "cuts": c.cuts} if c.cuts else {"binning": "uniform", "bins": 1}
                 cols.append(ColumnSpec(c.name, "numeric", nullable, type=c.type, bounds=(c.lo, c.hi), clip=True,
                                        decimals=c.decimals, null_tokens=tokens, **kw))  # fmt: skip
-            else:
-                strict = None if c.kind == "ordinal" else c.other_label is None
+            else:  # rare values coded as a category: the nearest schema sends them to an other bucket
+                strict = None if c.kind == "ordinal" else c.other_label is None and c.rare is None
                 cols.append(ColumnSpec(c.name, c.kind, nullable, categories=c.categories, strict=strict,
                                        other_label=c.other_label or "other", null_tokens=tokens))  # fmt: skip
         return Schema(tuple(cols))
@@ -406,7 +409,8 @@ class Encoder:
         """The :class:`Dataset` of ``df`` (its columns the encoder names; others are left
         out). Cells are checked as in :func:`check_table` against the fitted codings:
         categories outside a strict set are refused, those outside a discovered or
-        non-strict set go to ``other``; numbers outside the bounds are clamped (discovered
+        non-strict set go to ``other`` (or to the category a discovered set without an
+        ``other`` bucket codes its rare values as); numbers outside the bounds are clamped (discovered
         bounds or ``clip``) or refused; a null cell of a column whose nulls were too rare to
         keep gets the column's ``fill`` code."""
         checked = check_table(df, self._check_schema())
@@ -418,7 +422,7 @@ class Encoder:
                 code = np.searchsorted(np.asarray(c.cuts, dtype=np.float64), x, side="right")
             else:
                 index = {category_key(v): i for i, v in enumerate(c.categories)}
-                other = len(c.categories)  # only reached when there is an other bucket
+                other = len(c.categories) if c.rare is None else c.rare  # only reached when either is set
                 code = pd.Series(vals).map(index).fillna(other).to_numpy(dtype=np.int64)
             if c.nullable or c.fill is not None:
                 code = np.where(miss, c.null_code if c.nullable else c.fill, code)
@@ -438,8 +442,8 @@ class Encoder:
             if c.kind == "numeric":
                 cols.append(ColumnSpec(c.name, "numeric", nullable, type=c.type, bounds=(c.lo, c.hi),
                                        binning="uniform", bins=1, clip=c.clip, null_tokens=tokens))  # fmt: skip
-            else:  # a column with an other bucket accepts any value: no set to check against
-                cats = DISCOVER if c.other_label is not None or not c.categories else c.categories
+            else:  # a column with an other bucket (or a code for rare values) accepts any value
+                cats = DISCOVER if c.other_label is not None or c.rare is not None or not c.categories else c.categories
                 strict = None if c.kind == "ordinal" or cats == DISCOVER else True
                 cols.append(ColumnSpec(c.name, c.kind, nullable, categories=cats, strict=strict,
                                        other_label=c.other_label or "other", null_tokens=tokens))  # fmt: skip
@@ -448,10 +452,14 @@ class Encoder:
     def to_text(self, frame: pd.DataFrame) -> pd.DataFrame:
         """A decoded table as the text its CSV holds: floats with the column's ``decimals``
         (else as Python writes them), integers as integers, null cells as the column's first
-        null token (else empty), categories as their labels; the columns in ``frame``'s order."""
+        null token (else empty), categories as their labels; the columns in ``frame``'s order
+        (a run's output keeps the raw table's order, which the schema's need not be)."""
+        coding = {c.name: c for c in self.columns}
+        missing = [n for n in coding if n not in set(map(str, frame.columns))]
+        if missing:
+            raise ValueError(f"frame lacks the encoder's column(s) {missing}; expected a decoded table")
         out = {}
-        order = {str(name): i for i, name in enumerate(frame.columns)}
-        for c in sorted(self.columns, key=lambda c: order.get(c.name, len(order))):
+        for c in (coding[str(n)] for n in frame.columns if str(n) in coding):
             col = frame[c.name]
             null = col.isna().to_numpy()
             if c.kind == "numeric" and c.type == "float" and c.decimals is not None:
@@ -512,6 +520,8 @@ class Encoder:
     @staticmethod
     def _decode_column(c: ColumnCoding, code: np.ndarray, rng: np.random.Generator) -> pd.Series:
         null = code == c.null_code if c.nullable else np.zeros(code.shape, dtype=bool)
+        if not c.located:  # its values were coded null; a bin the mechanism's noise filled is no value
+            null = np.ones(code.shape, dtype=bool)
         if c.kind != "numeric":
             labels = list(c.categories) + ([c.other_label] if c.other_label is not None else [])
             dtype = _label_dtype(labels, c.nullable)
@@ -585,8 +595,11 @@ def size_range(spec: ColumnSpec, present: int = 0) -> tuple[int, int]:
     exact; ``bins: "auto"`` gives 2 to 64 bins (:func:`~.discovery.auto_bins`; at most
     the integers of given bounds), discovered bounds may close in on one integer, a
     quantile binning or explicit cuts within discovered bounds can merge down to one bin;
-    ``nullable: "discover"`` adds zero or one."""
+    ``nullable: "discover"`` adds zero or one, and so do discovered bounds (values too few to
+    be located are coded as null)."""
     null_lo, null_hi = (0, 1) if spec.nullable == DISCOVER else (int(spec.nullable), int(spec.nullable))
+    if spec.kind == "numeric" and spec.bounds == DISCOVER:
+        null_hi = 1  # values too few to locate are coded as null, in any column
     if spec.kind != "numeric":
         if spec.categories != DISCOVER:
             n = len(spec.categories) + spec.has_other
@@ -810,9 +823,12 @@ def fit_encoder(
                                 sigma_cat if spec.name in cat_cols else None, delta_col, rng, ledger, rows))  # fmt: skip
     # the mechanism's budget is what discovery left: bins chosen from it (post-processing)
     rho_mech = ledger.remaining if steps else None
+    # the tests of "is there anything there" (a null code, an other bucket), each at its share of a table-wide rate
+    tests = {"nulls": sum(c.nullable == DISCOVER for c in schema.columns), "other": len(cat_cols),
+             "rows_sigma": report["rows"]["sigma"] if steps else 0.0}  # fmt: skip
     columns, report_cols = [], {}
     for spec, fit in zip(schema.columns, fits):
-        coding, rep = _finish_column(spec, fit, rho_mech, len(schema.columns), rows)
+        coding, rep = _finish_column(spec, fit, rho_mech, len(schema.columns), rows, tests)
         columns.append(coding)
         report_cols[spec.name] = rep
     report.update({
@@ -824,8 +840,12 @@ def fit_encoder(
     return Encoder(columns), report
 
 
-#: Probability that a column without nulls is found to have some (``nullable: "discover"``).
+#: Probability that some column without nulls is found to have some (``nullable: "discover"``;
+#: each of the ``k`` such columns of a table is tested at ``NULL_FALSE_POSITIVE / k``).
 NULL_FALSE_POSITIVE = 0.05
+#: Probability that some discovered category set whose values were all kept keeps an (empty)
+#: ``other`` bucket (each of the ``k`` discovered sets of a table is tested at ``OTHER_FALSE_POSITIVE / k``).
+OTHER_FALSE_POSITIVE = 0.05
 
 
 def _fit_column(spec, miss, vals, dtype, tokens, plan, sigma_cat, delta_col, rng, ledger, rows) -> dict[str, Any]:
@@ -854,6 +874,7 @@ def _fit_column(spec, miss, vals, dtype, tokens, plan, sigma_cat, delta_col, rng
             )  # fmt: skip
             keys = [k for k in keys if k != category_key(spec.other_label)]  # it decodes to the same label
             info["kept"] = len(keys)
+            fit["kept_counts"] = info.pop("kept_counts")
             took({"step": "categories", **info})
             fit["keys"] = keys
         return fit
@@ -882,26 +903,42 @@ def _fit_column(spec, miss, vals, dtype, tokens, plan, sigma_cat, delta_col, rng
     return fit
 
 
-def _nullable(spec: ColumnSpec, fit: dict[str, Any], rows: float | None) -> tuple[bool, float | None]:
+def _nullable(spec: ColumnSpec, fit: dict[str, Any], rows: float | None, tests: int = 1) -> tuple[bool, float | None]:
     """Whether the column keeps a null code, and its private null rate (``None`` when not
     measured; of the noisy row count):
     ``nullable: "discover"`` keeps it when the noisy null count exceeds
-    ``σ Φ⁻¹(1 - NULL_FALSE_POSITIVE)``."""
+    ``σ Φ⁻¹(1 - NULL_FALSE_POSITIVE / tests)``, ``tests`` the table's columns so tested."""
     y = fit.get("noisy_nulls")
     rate = None
     if y is not None:
         rate = float(np.clip(max(y, 0.0) / max(rows or 0.0, 1.0), 0.0, 1.0))
     if spec.nullable != DISCOVER:
         return bool(spec.nullable), rate
-    tau = -fit["null_sigma"] * float(ndtri(NULL_FALSE_POSITIVE))
+    tau = -fit["null_sigma"] * float(ndtri(NULL_FALSE_POSITIVE / max(tests, 1)))
     return bool(y > tau), rate
 
 
+def _other_stands_out(fit: dict[str, Any], rows: float, null_rate: float | None, tests: dict[str, Any]) -> bool:
+    """Whether a discovered set keeps its ``other`` bucket: the private count of the values
+    outside the kept categories — the noisy row count, less the noisy null count (when
+    measured) and the kept categories' noisy counts, all released — exceeds
+    ``s Φ⁻¹(1 - OTHER_FALSE_POSITIVE / k)``, ``s`` its noise's standard deviation and ``k``
+    the table's discovered sets. Post-processing only."""
+    info = fit["steps"][-1]
+    terms = len(fit["kept_counts"]) + (fit.get("noisy_nulls") is not None)
+    sd = math.sqrt(tests["rows_sigma"] ** 2 + terms * info["sigma"] ** 2)
+    rest = rows * (1.0 - (null_rate or 0.0)) - math.fsum(fit["kept_counts"].values())
+    return bool(rest > -sd * float(ndtri(OTHER_FALSE_POSITIVE / max(tests["other"], 1))))
+
+
 def _finish_column(spec: ColumnSpec, fit: dict[str, Any], rho_mech: float | None, columns: int,
-                   rows: float | None) -> tuple[ColumnCoding, dict[str, Any]]:  # fmt: skip
+                   rows: float | None, tests: dict[str, Any] | None = None) -> tuple[ColumnCoding, dict[str, Any]]:  # fmt: skip
     """The coding of one column from its private measurements (post-processing only), and
-    its report: steps, cost, and what preprocessing changed."""
-    nullable, null_rate = _nullable(spec, fit, rows)
+    its report: steps, cost, and what preprocessing changed. ``tests``: the number of
+    columns whose nullability is discovered (``"nulls"``), of discovered category sets
+    (``"other"``) and the noise of the row count (``"rows_sigma"``)."""
+    tests = tests or {"nulls": 1, "other": 1, "rows_sigma": 0.0}
+    nullable, null_rate = _nullable(spec, fit, rows, tests["nulls"])
     has_nulls = bool(fit["miss"].any())
     tokens = tuple(fit["tokens"])
     rep: dict[str, Any] = {"kind": spec.kind, "steps": list(fit["steps"])}
@@ -917,16 +954,23 @@ def _finish_column(spec: ColumnSpec, fit: dict[str, Any], rho_mech: float | None
             nonnull = total * (1.0 - (null_rate or 0.0))
             rep["categories_kept"] = len(cats)
             rep["other_share"] = float(np.clip((nonnull - info["kept_mass"]) / total, 0.0, 1.0))
+            rare = None
+            if cats and not _other_stands_out(fit, total, null_rate, tests):  # no other bucket: rare values
+                counts = fit["kept_counts"]  # coded as the kept category of the largest noisy count
+                rare = max(range(len(cats)), key=lambda i: (counts.get(fit["keys"][i], -math.inf), -i))
+                other = None
+                rep["rare_coded_as"] = cats[rare]
         else:
             cats = tuple(spec.categories)
             other = spec.other_label if spec.has_other else None
+            rare = None
             rep["steps"].insert(0, {"step": "categories", "method": "given", "rho": 0.0})
         fill = None
         if has_nulls and not nullable:
-            fill = len(cats) if other is not None else 0
-            rep["nulls_coded_as"] = other if other is not None else cats[0]
+            fill = len(cats) if other is not None else (rare or 0)
+            rep["nulls_coded_as"] = other if other is not None else cats[fill]
         coding = ColumnCoding(spec.name, spec.kind, nullable, categories=cats, other_label=other,
-                              null_tokens=tokens, fill=fill)  # fmt: skip
+                              null_tokens=tokens, fill=fill, rare=rare)  # fmt: skip
     else:
         integer = spec.type == "integer"
         dist = fit.get("dist")
@@ -973,9 +1017,10 @@ def _finish_column(spec: ColumnSpec, fit: dict[str, Any], rho_mech: float | None
                 cell_edges = np.concatenate([[max(e[idx[0]], lo)], np.minimum(e[idx + 1], top)])
                 cells, masses = tuple(float(c) for c in cell_edges), tuple(float(m) for m in dist.masses[idx])
         fill = None
-        located = not (fit.get("sparse") and nullable)  # values too few to locate: coded as null (reported)
+        located = not fit.get("sparse")  # values too few to locate: coded as null (reported), nullable or not
         if not located:
             rep["values_coded_as_null"] = True
+            nullable = rep["nullable"] = True  # (its bounds are a noise draw: a value there would be invented)
         if has_nulls and not nullable:
             coding0 = ColumnCoding(spec.name, "numeric", False, type=spec.type, lo=float(lo), hi=float(hi),
                                    cuts=tuple(float(c) for c in cuts))  # fmt: skip
@@ -1037,7 +1082,11 @@ def describe(report: Mapping[str, Any]) -> list[str]:
             note = f" (a category of {100 * cat['kept_fraction']:.1f}% of the rows is kept w.p. 0.99)" if cat else ""
             parts.append(f"{kept} categor{'y' if kept == 1 else 'ies'} kept{note}")
             lost = rep.get("other_share", 0.0)
-            parts.append(f"{100 * lost:.1f}% of values sent to 'other'")
+            if "rare_coded_as" in rep:
+                parts.append(f"no 'other' bucket (the rest, {100 * lost:.1f}% of values, is within the noise): "
+                             f"rare values coded as {rep['rare_coded_as']!r}")  # fmt: skip
+            else:
+                parts.append(f"{100 * lost:.1f}% of values sent to 'other'")
         if rep.get("null_rate") is not None and (rep["nullable"] or "nulls_coded_as" in rep):
             parts.append(f"nulls {100 * rep['null_rate']:.1f}%")
         if "nulls_coded_as" in rep:

@@ -6,7 +6,8 @@ becomes one discrete attribute of a :class:`~margsynth.dataset.Dataset`:
 - ``categorical``: a set of ``categories`` (a list, or ``"discover"`` to find the frequent
   ones privately); ``strict`` (default ``true`` for a list) refuses a value outside the
   list, ``strict: false`` sends it to the ``other`` bucket (labelled ``other_label``). A
-  discovered set always has an ``other`` bucket (the rare categories go there);
+  discovered set has an ``other`` bucket for the rare categories (unless their private
+  count is within the noise: then they are coded as the most frequent kept category);
   ``max_categories`` (optional, discovered sets only) keeps at most that many, those with
   the largest noisy counts, so the column's size is known before any noise.
 - ``ordinal``: an ordered list of ``categories`` (always strict).
