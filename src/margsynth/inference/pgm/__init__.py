@@ -6,7 +6,7 @@ NIST-MST/MST paper (Eq. 4.1-4.2, Fact 1, Algorithms 7-8):
 * :mod:`.factor` — log-space factors; the one axis-alignment primitive.
 * :mod:`.junction_tree` — triangulation, maximal cliques, clique tree, size estimate.
 * :mod:`.inference` — belief propagation and variable elimination.
-* :mod:`.kernels` — the compiled (numba) belief propagation and objective of the hot loop.
+* :mod:`~margsynth.inference.pgm.kernels` — the compiled (numba) belief propagation and objective of the hot loop.
 * :mod:`.measurement` — noisy linear measurements of marginals.
 * :mod:`.objective` — the loss of Eq. (4.2) compiled onto a junction tree.
 * :mod:`.descent` — mirror descent on Eq. (4.2) (accelerated, plain, subgradient; Armijo steps).

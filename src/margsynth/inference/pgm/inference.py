@@ -107,7 +107,7 @@ class BeliefPropagation:
     ) -> float:
         """:meth:`calibrate` on flat vectors of length ``self.size`` (the layout of
         :meth:`views`). ``compiled=True`` (default) runs the compiled kernel of
-        :mod:`.kernels` when numba is available (one call, no per-edge numpy calls), else
+        :mod:`~margsynth.inference.pgm.kernels` when numba is available (one call, no per-edge numpy calls), else
         the numpy schedule; the two agree to rounding. ``zeros`` (flat, ``0`` or ``-inf``
         per cell) is added to ``theta``: the structural zeros of a model with rules, cells
         of probability exactly 0."""

@@ -21,7 +21,7 @@ vector operations, those over part of a clique through one sparse 0/1 matrix
 ``G += S^T g``); parameters, marginals and gradients live in flat vectors;
 belief propagation is the compiled schedule of :class:`~.inference.BeliefPropagation`.
 Fits with ``iters x cells >= kernels.WORTH`` run belief propagation and the sub-clique and
-matrix terms of the L2 loss in compiled loops (:mod:`.kernels`, numba; same numbers up to
+matrix terms of the L2 loss in compiled loops (:mod:`~margsynth.inference.pgm.kernels`, numba; same numbers up to
 the order of additions): on adult this makes MST's fits ~4x and AIM's ~1.5x cheaper in
 CPU time than the numpy path, whose cost there is per-call overhead
 (``benchmarks/bench_mst.py``, ``benchmarks/bench_aim.py``).
@@ -71,7 +71,7 @@ class Objective:
 
     ``value_and_grad(p_flat, G_flat)`` returns ``L`` and writes ``dL/dmu``
     (per clique, broadcast into the clique's table) into ``G_flat``. ``kernel=True``: the
-    L2 loss's sub-clique terms run in the compiled kernel of :mod:`.kernels` when numba is
+    L2 loss's sub-clique terms run in the compiled kernel of :mod:`~margsynth.inference.pgm.kernels` when numba is
     available (else numpy/scipy, the reference).
     """
 

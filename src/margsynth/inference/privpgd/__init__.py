@@ -6,7 +6,7 @@
 Modules: :mod:`.embedding` (Eq. 4), :mod:`.slicing` (Eq. 1-3, 8, direction banks),
 :mod:`.projection` (Eq. 5), :mod:`.quantization` (Eq. 6), :mod:`.optimization` (Eq. 7-8),
 :mod:`.finalize`, :mod:`.constraints` (§4.4), :mod:`.generator` (Algorithm 3: the
-generation step, :class:`PrivPGDGenerator`), :mod:`.kernels` (the compiled CPU loops of the
+generation step, :class:`PrivPGDGenerator`), :mod:`~margsynth.inference.privpgd.kernels` (the compiled CPU loops of the
 projection and optimization steps). The mechanism (SELECT, MEASURE, then this
 generator) is :class:`margsynth.mechanisms.privpgd.PrivPGD`. The equations settled on are
 listed in :mod:`.generator`'s docstring.

@@ -54,7 +54,7 @@ precomputed once) and particle ranks from a bucketed counting sort
 particles by default; ``"sort"`` gives the exact torch.sort ranks); gradient entries
 are dropped independently with probability ``drop_fraction`` rounded to a multiple of
 ``2^-16`` (the authors zero exactly that fraction by a random permutation; our masks are
-16-bit words of a counter-based generator, :mod:`.kernels`); the penalty strength ``gamma`` multiplies
+16-bit words of a counter-based generator, :mod:`~margsynth.inference.privpgd.kernels`); the penalty strength ``gamma`` multiplies
 ``R`` in Eq. 7 with the particle-scaled gradient (authors' ``scale_reg = gamma N / 100``,
 see :mod:`~margsynth.inference.privpgd.constraints`). The evaluation metrics (Eq. 9-11) live in
 :mod:`margsynth.metrics.evaluation`. Privacy: the
@@ -63,7 +63,7 @@ normalised marginal query), accounted in zCDP and converted to (eps, delta).
 
 Devices: ``device="cpu"`` (default) or ``"cuda"``/``"cuda:N"``; a requested GPU that is
 absent raises ``ValueError`` (never a silent CPU fallback). On the CPU the projection and
-optimization steps run as compiled loops (:mod:`.kernels`: every marginal of an iteration
+optimization steps run as compiled loops (:mod:`~margsynth.inference.privpgd.kernels`: every marginal of an iteration
 or step in one call, float32 particles; about 5 CPU-minutes for the paper's settings on
 adult instead of 20-30); on a GPU, with ``ranking="sort"`` or with ``MARGSYNTH_NUMBA=0``
 they run as torch code that computes the same float32 operations. All random numbers are

@@ -20,7 +20,7 @@ and splits them into batches [5]; every batch is one step with, per clique, ``P`
 fresh directions (a random block of the clique's :class:`~.slicing.DirectionBank`);
 each gradient entry ``(i, j)`` is dropped independently with probability [0.8] (the
 keep probability rounded to a multiple of ``2^-16``: the masks are 16-bit words of a
-counter-based generator, :mod:`.kernels`); the kept entries take an Adam step with torch
+counter-based generator, :mod:`~margsynth.inference.privpgd.kernels`); the kept entries take an Adam step with torch
 ``SparseAdam`` semantics (dropped entries keep their value and moments; bias correction
 by the global step count) at learning rate [0.1] multiplied by [0.75] every [50] epochs;
 finally the particles are clipped to ``[0, 1]^d`` (the authors' projection onto the domain).
@@ -46,7 +46,7 @@ entry to rank, look up the target and accumulate the gradient, then the Adam ste
 otherwise (a GPU, ``ranking="sort"``, ``MARGSYNTH_NUMBA=0`` or ``backend="torch"``) the
 torch code below, marginal by marginal. Both draw the same random numbers: the clique
 order and direction blocks from the torch ``generator``, the dropout masks from the
-counter-based generator of :mod:`.kernels` seeded from it.
+counter-based generator of :mod:`~margsynth.inference.privpgd.kernels` seeded from it.
 """
 
 from __future__ import annotations
