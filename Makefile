@@ -3,7 +3,8 @@
 #   make reproduce [PROFILE=quick|full] [ONLY="01 02"]   execute the notebooks (papermill)
 #   make test                                              the whole test suite, notebooks included (quick)
 #   make docs                                              the HTML documentation, into docs/_build/html
-#   make setup | data | bench | lint | clean
+#   make lint                                              ruff and the import layers (lint-imports)
+#   make setup | data | bench | clean
 #
 # Data come from the pinned URLs, or from a local mirror: MARGSYNTH_DATA_MIRROR=/path/to/mirror.
 
@@ -53,8 +54,11 @@ test-fast: setup
 bench: setup
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
+# ruff over every Python file of the repository (notebooks' jupytext .py included), then
+# import-linter's layers contract (pyproject.toml; the order is described in margsynth/__init__.py).
 lint: setup
-	$(PY) -m ruff check src tests benchmarks
+	$(PY) -m ruff check src tests benchmarks tools notebooks
+	$(VENV)/bin/lint-imports
 
 clean:
-	rm -rf results figures/*.png figures/*.pdf .pytest_cache docs/_build
+	rm -rf results figures/*.png figures/*.pdf .pytest_cache docs/_build .import_linter_cache .grimp_cache

@@ -22,6 +22,7 @@ import scipy.sparse as sp
 
 from margsynth.experiments.adagrid import brute_force_sensitivity
 from margsynth.mechanisms.adagrid import AdaptiveGrid, adaptive_query, column_norms
+from margsynth.mechanisms.generators import PGMGenerator
 
 
 def best(fn, repeat=3):
@@ -98,7 +99,7 @@ def main() -> None:
     print(f"mechanism run on adult ({len(adult):,} records), eps=1, delta=1e-9, 500 PGM iterations")
     for queries in ("adaptive", "identity"):
         t = time.perf_counter()
-        r = AdaptiveGrid(dataset="adult", queries=queries, iters=500).run(adult, 1.0, 1e-9, np.random.default_rng(0))
+        r = AdaptiveGrid(dataset="adult", queries=queries, generator=PGMGenerator(iters=500)).run(adult, 1.0, 1e-9, np.random.default_rng(0))
         total = time.perf_counter() - t
         phases = "  ".join(f"{k} {v:.2f}s" for k, v in r.seconds.items())
         rows = sum(x["identity_rows"] + x["aggregate_rows"] for x in r.extras["rounds"])

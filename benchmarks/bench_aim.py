@@ -12,7 +12,7 @@ and 500 iterations of our accelerated descent, which reach at least the same los
 For every seed the paths run with the same seed, each in a fresh Python process (so
 neither inherits the other's caches and each has its own peak memory):
 
-* ``reference``: ``AIM(incremental=False, iters=1000, final_iters=2500)`` — the path before
+* ``reference``: ``AIM(incremental=False, iters=1000, generator=PGMGenerator(iters=2500))`` — the path before
   this work: the candidate filter re-triangulates the whole model graph for every
   candidate, every candidate's marginal is computed by variable elimination, and the fits
   run 1,000 / 2,500 accelerated iterations;
@@ -123,7 +123,7 @@ import numpy as np
 TARGET_SECONDS = 10.0
 TARGET_TV3 = 0.100
 PATHS = {
-    "reference": {"incremental": False, "iters": 1000, "final_iters": 2500},
+    "reference": {"incremental": False, "iters": 1000, "generator.iters": 2500},
     "fast": {},
     "before": {},
     "exact": {"method": "interior_point"},  # the fast path with a certified (interior-point) final fit

@@ -61,7 +61,7 @@ import time
 import numpy as np
 
 from margsynth.data import load
-from margsynth.inference.pgm import estimate
+from margsynth.inference.pgm import estimate, from_noisy_marginals
 from margsynth.mechanisms.mst import MST
 
 TARGET = 1e-3
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
             one_way = res.extras["log_oneway"]
             if mst.compress:  # the same (deterministic) compression MST applied
                 one_way = compress_domain(data.domain, one_way, mst.compress_threshold)[1]
-            ms = (one_way + res.extras["log_selected"]).measurements()
+            ms = from_noisy_marginals(one_way + res.extras["log_selected"])
             for k in curve:
                 t1 = time.process_time()
                 model = estimate(dom, ms, iters=k)
@@ -143,8 +143,9 @@ def main(argv: list[str] | None = None) -> int:
 def _frank_wolfe(model, ms) -> float:
     """The Frank–Wolfe gap alone of a fitted model (the certificate before the dual bounds)."""
     from margsynth.inference.pgm import BeliefPropagation
-    from margsynth.inference.pgm.estimation import Objective, _Evaluator, _Iterate
+    from margsynth.inference.pgm.descent import _Iterate
     from margsynth.inference.pgm.measurement import compile_measurements
+    from margsynth.inference.pgm.objective import Objective, _Evaluator
 
     bp = BeliefPropagation(model.tree)
     obj = Objective(bp, compile_measurements(model.domain, ms), model.total, "l2")
@@ -167,7 +168,7 @@ def _mechanisms(args) -> int:
             mech = create(name)
         except ValueError:  # an optional dependency missing
             continue
-        gen = getattr(mech, "generator_", None) or getattr(mech, "generator", None)
+        gen = getattr(mech, "generator", None)
         if not isinstance(gen, PGMGenerator) or any(mech == m for m in seen):  # aliases run once
             continue
         seen.append(mech)

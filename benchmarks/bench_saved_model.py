@@ -1,4 +1,4 @@
-"""Saved models (margsynth.mechanisms.saved): what a file costs and what sampling from it costs.
+"""Saved models (margsynth.model_file): what a file costs and what sampling from it costs.
 
 One MST run on adult (real data if present, else the surrogate), then:
 
@@ -23,7 +23,7 @@ import numpy as np
 from margsynth.cli import main
 from margsynth.data import load
 from margsynth.mechanisms.mst import MST
-from margsynth.mechanisms.saved import SavedModel
+from margsynth.model_file import SavedModel
 
 
 def best(fn, repeat=3):

@@ -35,6 +35,8 @@ profile = "quick"  # "quick" (CI, minutes) or "full" (paper scale)
 seed = 0
 
 # %%
+from IPython.display import display
+
 from margsynth.experiments import aemc_solvers as exp
 from margsynth.plotting import aemc as figures
 from margsynth.plotting import save_figure, save_table, use_style

@@ -54,9 +54,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from IPython.display import display
 
 from margsynth.experiments import byod as exp
-from margsynth.mechanisms.saved import SavedModel
+from margsynth.model_file import SavedModel
 from margsynth.plotting import byod as figures
 from margsynth.plotting import save_figure, save_table, use_style
 from margsynth.tabular import draft_schema
@@ -126,7 +127,7 @@ pre
 # ## 4. Evaluation and MGD
 #
 # Scoring reads the real table, so it is not private: both tables are encoded by one encoder resolved exactly from the
-# real one (`margsynth.metrics.raw_tables`; what `margsynth evaluate --schema` and `margsynth mgd --schema` do).
+# real one (`margsynth.tabular.scoring`; what `margsynth evaluate --schema` and `margsynth mgd --schema` do).
 
 # %%
 scores = exp.utility(raw, synthetic, schema)

@@ -23,7 +23,7 @@ TINY = {
     "mst-prop4": {"iters": 5, "select_iters": 5, "synthetic_records": 40},
     "mst-gum": {"select_iters": 5, "synthetic_records": 40, "max_rounds": 2},
     "nist-mst": {"iters": 5, "synthetic_records": 40},
-    "aim": {"rounds": 6, "iters": 3, "final_iters": 3, "synthetic_records": 40},
+    "aim": {"rounds": 6, "iters": 3, "generator.iters": 3, "synthetic_records": 40},
     "independent": {"iters": 5, "synthetic_records": 40},
     "adagrid": {"iters": 5, "synthetic_records": 40},
     "adaptive-grid": {"iters": 5, "synthetic_records": 40},

@@ -25,6 +25,7 @@ from margsynth.mechanisms.adagrid import (
     measure_rounds,
     window_marginals,
 )
+from margsynth.mechanisms.generators import PGMGenerator
 from margsynth.privacy import BudgetLedger, compose_gdp, gdp_delta, gdp_epsilon, gdp_mu, gdp_mu_for_dp, gdp_sigma
 
 from .conftest import needs_real
@@ -134,7 +135,7 @@ def test_paper_noise_scales_follow_the_formula_not_the_quoted_numbers():
 
 
 def test_mechanism_spends_what_it_reports(small_data):
-    r = AdaptiveGrid(marginals=(("a", "b", "c"),), iters=20).run(small_data, 0.7, 1e-6, np.random.default_rng(0))
+    r = AdaptiveGrid(marginals=(("a", "b", "c"),), generator=PGMGenerator(iters=20)).run(small_data, 0.7, 1e-6, np.random.default_rng(0))
     assert r.delta == 1e-6
     assert r.epsilon == pytest.approx(0.7, rel=1e-9) and r.epsilon <= 0.7 * (1 + 1e-9)
     mus = [e["cost"] for e in r.ledger]
@@ -163,7 +164,7 @@ def small_data():
 
 
 def _queries_for(data, person_ids, clip, eps=0.3):
-    r = AdaptiveGrid(marginals=(("a", "b", "c"), ("c", "d")), clip=clip, iters=5).run(
+    r = AdaptiveGrid(marginals=(("a", "b", "c"), ("c", "d")), clip=clip, generator=PGMGenerator(iters=5)).run(
         data, eps, 1e-6, np.random.default_rng(1), person_ids=person_ids
     )
     return r
@@ -235,7 +236,7 @@ def test_run_time_norm_check_fires(monkeypatch, small_data):
 
     monkeypatch.setattr(ag, "adaptive_query", broken)
     with pytest.raises(RuntimeError, match="L2 norm"):
-        AdaptiveGrid(marginals=(("a", "b"),), iters=1).run(small_data, 1.0, 1e-6, np.random.default_rng(0))
+        AdaptiveGrid(marginals=(("a", "b"),), generator=PGMGenerator(iters=1)).run(small_data, 1.0, 1e-6, np.random.default_rng(0))
 
 
 # ----------------------------------------------------------------------------- bad input
@@ -298,8 +299,8 @@ def test_adaptive_rounds_use_previous_round(small_data):
 
 def test_identity_variant_same_budget(small_data):
     rng_a, rng_b = np.random.default_rng(5), np.random.default_rng(5)
-    a = AdaptiveGrid(marginals=(("a", "b", "c"),), iters=30).run(small_data, 0.3, 1e-6, rng_a)
-    b = identity_grid(marginals=(("a", "b", "c"),), iters=30).run(small_data, 0.3, 1e-6, rng_b)
+    a = AdaptiveGrid(marginals=(("a", "b", "c"),), generator=PGMGenerator(iters=30)).run(small_data, 0.3, 1e-6, rng_a)
+    b = identity_grid(marginals=(("a", "b", "c"),), generator=PGMGenerator(iters=30)).run(small_data, 0.3, 1e-6, rng_b)
     assert a.extras["sigma"] == b.extras["sigma"] and a.epsilon == b.epsilon
     assert all(r["aggregate_rows"] == 0 for r in b.extras["rounds"])
     assert b.mechanism == "adagrid-identity"
@@ -310,7 +311,7 @@ def test_person_column_is_dropped_and_clipped():
     rng = np.random.default_rng(0)
     dom = Domain.from_sizes({"pid": 20, "x": 3, "y": 2})
     codes = np.stack([rng.integers(0, 20, 300), rng.integers(0, 3, 300), rng.integers(0, 2, 300)], axis=1)
-    r = AdaptiveGrid(marginals=(("x", "y"),), person_column="pid", clip=5, iters=20).run(
+    r = AdaptiveGrid(marginals=(("x", "y"),), person_column="pid", clip=5, generator=PGMGenerator(iters=20)).run(
         Dataset(codes, dom), 200.0, 1e-6, rng
     )
     assert r.synthetic.domain.names == ("x", "y")
@@ -323,7 +324,7 @@ def test_runs_on_nltcs_and_reports_rounds():
     from margsynth.data import load
 
     data = load("nltcs")
-    r = AdaptiveGrid(dataset="nltcs", iters=100).run(data, 0.1, 1e-9, np.random.default_rng(0))
+    r = AdaptiveGrid(dataset="nltcs", generator=PGMGenerator(iters=100)).run(data, 0.1, 1e-9, np.random.default_rng(0))
     rounds = pd.DataFrame(r.extras["rounds"])
     assert rounds["round"].tolist() == [1, 2, 3]
     assert (rounds["min_column_norm"] > 1 - 1e-12).all() and (rounds["max_column_norm"] < 1 + 1e-12).all()
@@ -333,7 +334,7 @@ def test_runs_on_nltcs_and_reports_rounds():
 
 def test_sparse_measurements_reach_pgm(small_data):
     """Non-identity measurements are passed as sparse matrices and fitted by Private-PGM."""
-    r = AdaptiveGrid(marginals=(("a", "b", "c"),), iters=200, extras_model=True).run(
+    r = AdaptiveGrid(marginals=(("a", "b", "c"),), generator=PGMGenerator(iters=200), extras_model=True).run(
         small_data, 0.5, 1e-6, np.random.default_rng(4)
     )
     assert any(isinstance(q.matrix, sp.csr_matrix) and q.n_aggregate > 0 for q in r.extras["queries"])

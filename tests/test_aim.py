@@ -10,6 +10,7 @@ import pytest
 from margsynth.dataset import Dataset
 from margsynth.domain import Domain
 from margsynth.mechanisms.aim import AIM, all_kway, workload_candidates
+from margsynth.mechanisms.generators import PGMGenerator
 from margsynth.privacy.accounting import zcdp_rho
 
 
@@ -46,7 +47,7 @@ def test_workload_candidates_are_downward_closure_with_overlap_weights():
 
 
 def test_run_spends_exactly_the_budget_and_reports_it(data):
-    res = AIM(rounds=6, iters=30, final_iters=30).run(data, 1.0, 1e-6, np.random.default_rng(1))
+    res = AIM(rounds=6, iters=30, generator=PGMGenerator(iters=30)).run(data, 1.0, 1e-6, np.random.default_rng(1))
     rho = zcdp_rho(1.0, 1e-6, conversion="cks")
     assert sum(r["cost"] for r in res.ledger) == pytest.approx(rho, rel=1e-9)
     assert res.epsilon == pytest.approx(1.0, rel=1e-6)
@@ -62,7 +63,7 @@ def test_run_spends_exactly_the_budget_and_reports_it(data):
 
 
 def test_annealing_halves_sigma(data):
-    res = AIM(rounds=40, iters=30, final_iters=30).run(data, 2.0, 1e-6, np.random.default_rng(3))
+    res = AIM(rounds=40, iters=30, generator=PGMGenerator(iters=30)).run(data, 2.0, 1e-6, np.random.default_rng(3))
     tr = res.extras["trace"]
     assert any(t["annealed"] for t in tr[:-1])
     for prev, nxt in zip(tr, tr[1:]):
@@ -72,7 +73,7 @@ def test_annealing_halves_sigma(data):
 
 
 def test_model_size_cap_filters_candidates(data):
-    res = AIM(rounds=5, iters=20, final_iters=20, max_model_size=1e-4).run(data, 1.0, 1e-6, np.random.default_rng(0))
+    res = AIM(rounds=5, iters=20, generator=PGMGenerator(iters=20), max_model_size=1e-4).run(data, 1.0, 1e-6, np.random.default_rng(0))
     # 1e-4 MB = 13 cells: no 2-way clique fits before the end, only already-covered (1-way) ones
     assert all(len(c) == 1 for c in res.extras["measured"])
 
@@ -91,14 +92,14 @@ def test_custom_workload_and_errors(data):
     with pytest.raises(ValueError, match="number of attributes"):
         AIM(rounds=3).run(data, 1.0, 1e-6, rng)
     assert rng.bit_generator.state == before
-    res = AIM(workload=((("a", "b"), 2.0), ("c", "d")), rounds=4, iters=20, final_iters=20).run(data, 1.0, 1e-6, rng)
+    res = AIM(workload=((("a", "b"), 2.0), ("c", "d")), rounds=4, iters=20, generator=PGMGenerator(iters=20)).run(data, 1.0, 1e-6, rng)
     for c in res.extras["measured"]:
         assert set(c) <= {"a", "b"} or set(c) <= {"c", "d"}
 
 
 def test_noise_variance_matches_ledger(data):
     """Every Gaussian measurement AIM draws has the sigma its ledger entry charges."""
-    res = AIM(rounds=8, iters=20, final_iters=20).run(data, 0.5, 1e-6, np.random.default_rng(4))
+    res = AIM(rounds=8, iters=20, generator=PGMGenerator(iters=20)).run(data, 0.5, 1e-6, np.random.default_rng(4))
     charged = [r["sigma"] for r in res.ledger if r["kind"] == "gaussian"]
     ms = res.extras["measurements"]
     assert [m.sigma for m in ms] == pytest.approx(charged)
@@ -112,7 +113,7 @@ def test_incremental_path_selects_like_the_reference_path(data, seed):
     """The incremental candidate filter, the per-round marginal cache and the spliced
     model structure change no arithmetic that matters: same selections, same budget,
     and (the model family being the same) the same fitted loss to rounding."""
-    kw = dict(rounds=12, iters=60, final_iters=100, max_model_size=0.002)  # a cap that binds
+    kw = dict(rounds=12, iters=60, generator=PGMGenerator(iters=100), max_model_size=0.002)  # a cap that binds
     ref = AIM(incremental=False, **kw).run(data, 2.0, 1e-6, np.random.default_rng(seed))
     inc = AIM(**kw).run(data, 2.0, 1e-6, np.random.default_rng(seed))
     assert [t["clique"] for t in inc.extras["trace"]] == [t["clique"] for t in ref.extras["trace"]]
@@ -123,7 +124,7 @@ def test_incremental_path_selects_like_the_reference_path(data, seed):
 
 
 def test_round_gap_tol_stops_rounds_early_and_is_validated(data):
-    res = AIM(rounds=8, iters=400, final_iters=50, round_gap_tol=0.2).run(data, 2.0, 1e-6, np.random.default_rng(0))
+    res = AIM(rounds=8, iters=400, generator=PGMGenerator(iters=50), round_gap_tol=0.2).run(data, 2.0, 1e-6, np.random.default_rng(0))
     tr = res.extras["trace"]
     assert any(t["iterations"] < 400 for t in tr)
     for t in tr:
@@ -187,7 +188,7 @@ def test_round_scores_run_with_single_threaded_blas(data, monkeypatch):
         return scores(self, keys, answers)
 
     monkeypatch.setattr(aim_module._RoundMarginals, "l1_errors", spy)
-    res = AIM(rounds=4, iters=20, final_iters=20).run(data, 1.0, 1e-6, np.random.default_rng(0))
+    res = AIM(rounds=4, iters=20, generator=PGMGenerator(iters=20)).run(data, 1.0, 1e-6, np.random.default_rng(0))
     assert len(seen) == res.extras["rounds"]
     assert all(threads == [1] * len(before) for threads in seen)
     assert blas_threads() == before
@@ -216,7 +217,7 @@ def test_round_fits_are_at_least_as_converged_as_the_published_estimator(data, m
     monkeypatch.setattr(aim_module, "estimate", compare(1000))
     monkeypatch.setattr(generators_module, "estimate", compare(2500))
     mech = AIM(rounds=12)
-    assert (mech.iters, mech.final_iters) == (250, 500)
+    assert (mech.iters, mech.generator.iters) == (250, 500)
     mech.run(data, 2.0, 1e-6, np.random.default_rng(7))
     assert len(checked) >= 4  # the one-way fit, rounds, the final fit
     for ours, theirs in checked:

@@ -33,7 +33,7 @@ def test_edit_schema_applies_edits_and_refuses_unknown_columns(table):
         byod.edit_schema(draft, {"nope": {"nullable": True}})
     tab = byod.schema_table(schema)
     assert list(tab["column"]) == ["site", "month", "temp", "dewp"]
-    assert tab.set_index("column").loc["temp", "discovered privately"] == "bounds, quantiles"
+    assert tab.set_index("column").loc["temp", "discovered privately"] == "range, distribution"
 
 
 def test_run_tables_and_checks(table):

@@ -55,7 +55,7 @@ def test_synth_then_evaluate_on_titanic(tmp_path, capsys):
     side = json.loads((tmp_path / "syn" / "titanic.csv.json").read_text())
     for key in ("mechanism", "parameters", "ledger", "seconds", "epsilon_spent", "delta", "seed", "budget", "dataset"):
         assert key in side
-    assert side["mechanism"] == "mst" and side["seed"] == 3 and side["parameters"]["iters"] == 200
+    assert side["mechanism"] == "mst" and side["seed"] == 3 and side["parameters"]["generator"]["iters"] == 200
     assert side["epsilon_spent"] == pytest.approx(1.0)
     assert sum(r["cost"] for r in side["ledger"]) == pytest.approx(side["budget"]["total"])
     assert _files(tmp_path / "syn") == ["titanic.csv", "titanic.csv.json"]  # no temp files left
@@ -224,7 +224,7 @@ def test_registry_creates_every_builtin_and_takes_plugins():
     assert registry.spec("nist-mst").needs_public
     registry.register("test-plugin", "margsynth.mechanisms.baselines:Independent", iters=7)
     try:
-        assert registry.create("test-plugin").iters == 7
+        assert registry.create("test-plugin").generator.iters == 7  # routed to its generator
         with pytest.raises(ValueError, match="already registered"):
             registry.register("test-plugin", "x:y")
     finally:

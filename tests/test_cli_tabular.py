@@ -62,7 +62,7 @@ def generate_states():
 # ----------------------------------------------------------------------------- saved models of code tables
 @pytest.mark.parametrize("mech", ["mst", "aim", "independent", "privsyn-pgm"])
 def test_save_model_then_sample(toy, capsys, mech):
-    extra = ("-p", "final_iters=30", "-p", "rounds=4") if mech == "aim" else ()
+    extra = ("-p", "generator.iters=30", "-p", "rounds=4") if mech == "aim" else ()
     assert main(_synth(toy, "--seed", "4", "--save-model", str(toy / "m.npz"), *extra, mech=mech)) == 0
     side = json.loads((toy / "out.csv.json").read_text())
     assert side["saved_model"] == {"path": str(toy / "m.npz"), "sha256": _sha(toy / "m.npz")}
@@ -209,7 +209,7 @@ def test_synth_raw_save_model_and_sample_decode(raw):
     schema = _schema(raw)
     assert main(["synth", "aim", "--dataset", str(raw / "raw.csv"), "--schema", str(schema), "--epsilon", "2",
                  "--delta", "1e-9", "--out", str(raw / "out.csv"), "--save-model", str(raw / "m.npz"), "-p", "iters=50",
-                 "-p", "final_iters=100", "-p", "rounds=6"]) == 0  # fmt: skip
+                 "-p", "generator.iters=100", "-p", "rounds=6"]) == 0  # fmt: skip
     assert main(["sample", str(raw / "m.npz"), "--n", "5000", "--seed", "1", "--out", str(raw / "more.csv")]) == 0
     more, real = pd.read_csv(raw / "more.csv"), pd.read_csv(raw / "raw.csv")
     assert list(more.columns) == list(real.columns) and len(more) == 5000
@@ -275,7 +275,7 @@ def test_registered_raw_table_by_name(tmp_path, capsys):
 # ----------------------------------------------------------------------------- one encoder for scoring
 def test_exact_schema_resolves_every_discover_from_the_real_table(raw):
     pytest.importorskip("margsynth.tabular")
-    from margsynth.metrics.raw_tables import encode_pair, exact_schema
+    from margsynth.tabular.scoring import encode_pair, exact_schema
 
     real = pd.read_csv(raw / "raw.csv")
     schema = json.loads(_schema(raw).read_text())

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from margsynth.dataset import Dataset
 from margsynth.domain import Domain
-from margsynth.inference.pgm import Measurement
+from margsynth.inference.pgm import Measurement, from_noisy_marginals
 from margsynth.mechanisms.compression import Compression, compress_domain
 from margsynth.privacy import measure_marginals
 
@@ -112,7 +112,7 @@ def test_compression_merged_row_keeps_noise_scale():
     last = []
     for _ in range(3000):
         (nm,) = measure_marginals(data, [(("a",), 1.0)], 5.0, rng)
-        comp, (m2,) = compress_domain(dom, [nm.to_measurement()])
+        comp, (m2,) = compress_domain(dom, from_noisy_marginals([nm]))
         if comp.compressed["a"].size == 2 and comp.supports["a"][0]:
             last.append(m2.y[-1])
     # y_last = (sum of merged noisy cells)/sqrt(k); true value 0, so its sd must be sigma

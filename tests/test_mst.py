@@ -10,7 +10,8 @@ import pytest
 
 from margsynth.dataset import Dataset
 from margsynth.domain import Domain
-from margsynth.inference.pgm import estimate
+from margsynth.inference.pgm import estimate, from_noisy_marginals
+from margsynth.mechanisms.generators import PGMGenerator
 from margsynth.mechanisms.mst import MST, pair_errors, private_kruskal
 from margsynth.privacy import BudgetLedger, measure_marginals
 from margsynth.privacy.accounting import zcdp_rho
@@ -46,7 +47,7 @@ def test_default_budget_split_is_one_third_each_and_named():
 
 @pytest.mark.parametrize("conversion", ["cks", "prop4"])
 def test_ledger_totals_equal_epsilon_and_split(corr_data, conversion):
-    res = MST(conversion=conversion, iters=100, select_iters=100).run(corr_data, 1.0, 1e-6, np.random.default_rng(0))
+    res = MST(conversion=conversion, generator=PGMGenerator(iters=100), select_iters=100).run(corr_data, 1.0, 1e-6, np.random.default_rng(0))
     rho = zcdp_rho(1.0, 1e-6, conversion=conversion)
     assert res.extras["rho"] == pytest.approx(rho)
     costs = {}
@@ -71,7 +72,7 @@ def test_ledger_totals_equal_epsilon_and_split(corr_data, conversion):
 
 def test_noise_variance_matches_ledger(corr_data):
     """The noise MST draws has the variance its ledger charges (within sampling error)."""
-    res = MST(iters=50, select_iters=50).run(corr_data, 0.5, 1e-6, np.random.default_rng(5))
+    res = MST(generator=PGMGenerator(iters=50), select_iters=50).run(corr_data, 0.5, 1e-6, np.random.default_rng(5))
     sig1 = next(r for r in res.ledger if r["label"] == "measure 1-way")["sigma"]
     z = []
     for m in res.extras["log_oneway"]:
@@ -89,7 +90,7 @@ def test_noise_variance_matches_ledger(corr_data):
 
 
 def test_selection_recovers_true_tree_at_large_epsilon(corr_data):
-    res = MST(iters=50, select_iters=200).run(corr_data, 50.0, 1e-6, np.random.default_rng(1))
+    res = MST(generator=PGMGenerator(iters=50), select_iters=200).run(corr_data, 50.0, 1e-6, np.random.default_rng(1))
     chosen = {frozenset(p) for p in res.extras["selected"]}
     assert {frozenset("ab"), frozenset("bc"), frozenset("de")} <= chosen
 
@@ -126,7 +127,7 @@ def test_selection_follows_exponential_mechanism_distribution():
 def test_pair_errors_are_l1_to_independence_estimate(corr_data):
     rng = np.random.default_rng(0)
     log = measure_marginals(corr_data, [((a,), 1.0) for a in corr_data.domain.names], 1e-3, rng)
-    model = estimate(corr_data.domain, log.measurements(), iters=200)
+    model = estimate(corr_data.domain, from_noisy_marginals(log), iters=200)
     err = pair_errors(corr_data, model, [("a", "b"), ("a", "f")])
     n = len(corr_data)
     pa, pb, pf = (corr_data.marginal(x) / n for x in "abf")
@@ -141,7 +142,7 @@ def test_initial_and_extra_cliques_are_measured(corr_data):
         initial_cliques=(("a", "f"),),
         extra_cliques=(("a", "b", "c"),),
         clique_weights=((("a", "b", "c"), 3.0),),
-        iters=50,
+        generator=PGMGenerator(iters=50),
         select_iters=50,
     )
     res = m.run(corr_data, 1.0, 1e-6, np.random.default_rng(2))

@@ -9,6 +9,7 @@ import pytest
 
 from margsynth.dataset import Dataset
 from margsynth.domain import Domain
+from margsynth.mechanisms.generators import PGMGenerator
 from margsynth.mechanisms.nist_mst import NISTMST, contest_weights, select_public, triple_error
 from margsynth.mechanisms.nist_mst_census import IncwageValuehTransform, digits_class
 from margsynth.privacy.accounting import eq51_sigma
@@ -180,7 +181,7 @@ def test_nist_mst_end_to_end_with_transforms_and_ledger():
         designated=("SEX", "CITY", "INCWAGE_A"),
         transforms=(IncwageValuehTransform(),),
         oneway_weights=(("INCWAGE_A", 2.0),),
-        iters=100,
+        generator=PGMGenerator(iters=100),
     )
     res = mech.run(priv, 1.0, 1e-6, np.random.default_rng(0), public=pub)
     syn = res.synthetic
@@ -213,7 +214,7 @@ def test_public_domain_must_match_and_no_noise_drawn(public):
 
 def test_encode_from_public_restricts_to_public_support(public):
     pub = public.take(np.flatnonzero(public.column("d") != 3))  # value d=3 never public
-    res = NISTMST(designated=(), encode_from_public=True, iters=50).run(
+    res = NISTMST(designated=(), encode_from_public=True, generator=PGMGenerator(iters=50)).run(
         public, 8.0, 1e-6, np.random.default_rng(1), public=pub
     )
     assert res.synthetic.domain == public.domain
@@ -221,7 +222,7 @@ def test_encode_from_public_restricts_to_public_support(public):
 
 def test_noise_variance_matches_ledger(public):
     """Both rounds of Algorithm 1 draw noise of the sigma charged (Eq. 5.1)."""
-    res = NISTMST(designated=(), iters=20).run(public, 0.3, 1e-6, np.random.default_rng(9), public=public)
+    res = NISTMST(designated=(), generator=PGMGenerator(iters=20)).run(public, 0.3, 1e-6, np.random.default_rng(9), public=public)
     sigma = eq51_sigma(0.3, 1e-6)
     comp = res.extras["compression_map"]
     cdata = comp.compress(public)

@@ -111,7 +111,7 @@ def test_rtol_stops_when_the_loss_stalls():
     """``rtol``: the fit stops at the first check (every ``GAP_EVERY`` iterations) where the
     loss fell by at most ``rtol * loss`` since the previous check; the history up to there
     is the full run's, and the returned gap is still the returned model's certificate."""
-    from margsynth.inference.pgm.estimation import GAP_EVERY
+    from margsynth.inference.pgm.descent import GAP_EVERY
 
     dom, ms = _tiny_problem("identity")
     full = estimate(dom, ms, iters=1500, total=100.0)
@@ -146,7 +146,7 @@ def _pgm_based() -> list[str]:
             mech = create(name)
         except ValueError:  # an optional dependency missing (e.g. torch for privpgd)
             continue
-        gen = getattr(mech, "generator_", None) or getattr(mech, "generator", None)
+        gen = getattr(mech, "generator", None)
         if isinstance(gen, PGMGenerator):
             out.append(name)
     return out
@@ -168,7 +168,7 @@ def _small_run(name: str, **overrides):
 
     dom = Domain.from_sizes({"a": 3, "b": 4, "c": 2, "d": 3})
     data = sample_data(dom, 400, seed=1)
-    kw: dict = {"rounds": 8, "iters": 50, "final_iters": 100} if name == "aim" else {}
+    kw: dict = {"rounds": 8, "iters": 50, "generator.iters": 100} if name == "aim" else {}
     run_kw = {}
     if name == "nist-mst":
         kw, run_kw = {"designated": ()}, {"public": data}
@@ -224,8 +224,9 @@ def test_reported_gap_is_at_most_frank_wolfe_and_the_scaled_dual_bound(kind):
     """The certificate is at most min(G_FW, R/2 - c^2/(2R)) (c = R - G_FW > 0, else R/2),
     R/2 = L - K: never above the Frank-Wolfe gap nor above L - K, at most half of G_FW once
     G_FW >= R (the lifted bound can only lower it further)."""
-    from margsynth.inference.pgm.estimation import Objective, _Evaluator, _Iterate
+    from margsynth.inference.pgm.descent import _Iterate
     from margsynth.inference.pgm.measurement import compile_measurements
+    from margsynth.inference.pgm.objective import Objective, _Evaluator
 
     dom, ms = _tiny_problem(kind)
     compiled = compile_measurements(dom, ms)
@@ -311,8 +312,9 @@ def test_lifted_certificate_is_a_valid_bound_that_closes(seed):
     """``L - gap <= L*`` at every iteration count on degenerate problems (``L*`` from the
     independent full-joint solver), and the certificate closes where the Frank–Wolfe gap
     alone stays far from 0."""
-    from margsynth.inference.pgm.estimation import Objective, _Evaluator, _Iterate
+    from margsynth.inference.pgm.descent import _Iterate
     from margsynth.inference.pgm.measurement import compile_measurements
+    from margsynth.inference.pgm.objective import Objective, _Evaluator
 
     dom, ms, extra = _degenerate_problem(seed)
     total = 40.0
@@ -336,8 +338,9 @@ def test_lifted_certificate_is_a_valid_bound_that_closes(seed):
 def test_the_lift_is_what_closes_the_certificate_on_degenerate_problems():
     """Across the degenerate problems, the Frank–Wolfe gap of the final iterate stays orders
     of magnitude above the lifted certificate on most of them."""
-    from margsynth.inference.pgm.estimation import Objective, _Evaluator, _Iterate
+    from margsynth.inference.pgm.descent import _Iterate
     from margsynth.inference.pgm.measurement import compile_measurements
+    from margsynth.inference.pgm.objective import Objective, _Evaluator
 
     ratios = []
     for seed in range(12):
@@ -388,12 +391,12 @@ def test_every_pgm_mechanism_can_fit_its_final_model_exactly(name):
 def test_lift_batches_do_not_change_the_certificate(monkeypatch):
     """The lifts are computed in batches of ``LIFT_BATCH`` cells (bounded memory on large
     models); a batch per term gives the same certificate as one batch for all."""
-    import margsynth.inference.pgm.estimation as est
+    import margsynth.inference.pgm.certificate as cert
 
     for seed in (1, 2, 5):
         dom, ms, extra = _degenerate_problem(seed)
         whole = estimate(dom, ms, iters=60, total=40.0, extra_cliques=extra).stats["gap"]
-        monkeypatch.setattr(est, "LIFT_BATCH", 1)
+        monkeypatch.setattr(cert, "LIFT_BATCH", 1)
         one_by_one = estimate(dom, ms, iters=60, total=40.0, extra_cliques=extra).stats["gap"]
         monkeypatch.undo()
         assert one_by_one == pytest.approx(whole, rel=1e-12, abs=1e-12)
@@ -428,7 +431,7 @@ def test_adaptive_queries_lift_along_a_partition_of_their_rows():
     """AGM's query matrices hold partitions of the cells by rows of equal entries (the
     identity rows and one grouping of aggregate rows): ``_row_partitions`` finds one per
     grouping."""
-    from margsynth.inference.pgm.estimation import _row_partitions
+    from margsynth.inference.pgm.objective import _row_partitions
     from margsynth.mechanisms.adagrid import adaptive_query
 
     rng = np.random.default_rng(0)
@@ -452,7 +455,7 @@ def test_adaptive_queries_lift_along_a_partition_of_their_rows():
 def test_partition_lift_is_a_valid_bound_and_tighter(seed, monkeypatch):
     """``L - gap <= L*`` (independent full-joint solver) at every iteration count with the
     adaptive queries' partition lift, and the certificate is never looser than without it."""
-    import margsynth.inference.pgm.estimation as est
+    import margsynth.inference.pgm.objective as objective
 
     dom, ms = _adaptive_problem(seed)
     total = 40.0
@@ -464,6 +467,6 @@ def test_partition_lift_is_a_valid_bound_and_tighter(seed, monkeypatch):
         assert G >= 0
         assert L - G <= ref + 1e-8 * max(1.0, ref), f"iters={iters}: L={L}, gap={G}, L*<={ref}"
         gaps[iters] = G
-    monkeypatch.setattr(est, "_row_partitions", lambda Q: [])
+    monkeypatch.setattr(objective, "_row_partitions", lambda Q: [])
     for iters, g in gaps.items():
         assert g <= estimate(dom, ms, iters=iters, total=total).stats["gap"] * (1 + 1e-9) + 1e-12

@@ -23,6 +23,7 @@ from margsynth.inference.pgm import (
     GraphicalModel,
     ModelTooLargeError,
     build_junction_tree,
+    check_junction_tree,
     junction_tree_size,
     marginal,
 )
@@ -167,6 +168,41 @@ def test_junction_tree_structure(name):
         assert list(c) == sorted(c, key=dom.index)
     assert junction_tree_size(dom, FIXTURES[name]) == (tree.cells, tree.size_mb)
     assert tree.order[0] == tree.root and sorted(tree.order) == list(range(len(tree.cliques)))
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_check_junction_tree_accepts_built_trees_and_names_the_broken_field(name):
+    """A junction tree read back field by field (as from a saved model's JSON) is the tree that
+    was built; each broken invariant is a ValueError naming ``where`` and the field."""
+    dom = domain()
+    tree = build_junction_tree(dom, FIXTURES[name])
+    parts = [list(map(list, tree.cliques)), list(tree.parent), list(tree.order), list(tree.elimination_order)]
+    back = check_junction_tree(dom, *parts, where="meta.model")
+    assert (back.cliques, back.parent, back.order, back.elimination_order) == (
+        tree.cliques, tree.parent, tree.order, tree.elimination_order)  # fmt: skip
+    k = len(tree.cliques)
+    broken = {
+        "cliques": ([], "meta.model.cliques: no cliques"),
+        "parent": ([k] * k, "meta.model.parent"),
+        "order": (list(range(k))[::-1] if k > 1 else [5], "meta.model.order"),
+        "elimination_order": (["a"], "meta.model.elimination_order"),
+    }
+    for i, (value, needle) in enumerate(broken.values()):  # the fields in check_junction_tree's order
+        args = [*parts[:i], value, *parts[i + 1 :]]
+        with pytest.raises(ValueError, match=needle.replace(".", r"\.")):
+            check_junction_tree(dom, *args, where="meta.model")
+    with pytest.raises(ValueError, match=r"meta\.model\.cliques\[0\]: .*unknown attribute"):
+        check_junction_tree(dom, [["zzz"], *parts[0][1:]], *parts[1:], where="meta.model")
+    if k > 1:  # a leaf cut off and hung on another clique that lacks its separator
+        leaf = tree.order[-1]
+        sep = set(tree.separator(leaf))
+        other = [c for c in range(k) if c != leaf and not sep <= set(tree.cliques[c])]
+        if other and sep:
+            parent = list(tree.parent)
+            parent[leaf] = other[0]
+            order = [c for c in tree.order if c != leaf] + [leaf]
+            with pytest.raises(ValueError, match="running-intersection|breadth-first"):
+                check_junction_tree(dom, parts[0], parent, order, parts[3], where="meta.model")
 
 
 @pytest.mark.parametrize("heuristic", HEURISTICS)

@@ -21,8 +21,8 @@ import pytest
 
 from margsynth import Domain
 from margsynth.inference.pgm import BeliefPropagation, build_junction_tree, estimate, kernels
-from margsynth.inference.pgm.estimation import Objective
 from margsynth.inference.pgm.measurement import compile_measurements
+from margsynth.inference.pgm.objective import Objective
 
 pytestmark = pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
 

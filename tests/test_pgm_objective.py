@@ -1,7 +1,7 @@
 """The compiled Private-PGM objective (Eq. 4.1/4.2 of McKenna, Miklau & Sheldon, "Winning
 the NIST Contest", JPC 2021, arXiv:2108.04978) against a plain computation.
 
-:class:`~margsynth.inference.pgm.estimation.Objective` folds the identity measurements:
+:class:`~margsynth.inference.pgm.objective.Objective` folds the identity measurements:
 those over a whole junction-tree clique into per-cell vectors ``A``/``B``, those over a
 strict subset of a clique into one sparse 0/1 matrix ``S`` (``ps = S p``, ``G += S^T g``),
 repeated attribute sets into one precision-weighted term. Here its value and gradient are
@@ -23,9 +23,9 @@ import scipy.sparse as sp
 
 from margsynth import Domain
 from margsynth.inference.pgm import BeliefPropagation, Measurement, build_junction_tree, kernels
-from margsynth.inference.pgm.estimation import Objective
 from margsynth.inference.pgm.factor import align
 from margsynth.inference.pgm.measurement import compile_measurements
+from margsynth.inference.pgm.objective import Objective
 
 SIZES = {"a": 2, "b": 3, "c": 4, "d": 2, "e": 3, "f": 2}
 STRUCTURE = [("a", "b", "c"), ("c", "d", "e"), ("e", "f")]

@@ -1,11 +1,13 @@
 """Private-PGM's estimators take the same iterates as before their loop was split into
 one step function per method: the loss after every iteration, the final loss and step
 size, the number of belief propagations and restarts match a trajectory recorded from
-the single-loop implementation (tests/data/pgm_loss_trajectories.json) to 1e-12 on the numpy
-path; the compiled (numba) kernels of ``margsynth.inference.pgm.kernels`` sum in another
-order and follow the same trajectory to 1e-6 (rounding differences can tip a line-search
+the single-loop implementation (tests/data/pgm_loss_trajectories.json) to 1e-6, with the
+same number of evaluations and restarts. The compiled (numba) kernels of
+``margsynth.inference.pgm.kernels`` sum in another order than numpy, and numpy's own
+reductions sum in an order that changes between its releases (numpy 2.4 differs from the
+recording by up to 6e-8 after 60 iterations): rounding differences can tip a line-search
 comparison made at equality to the last bits, after which the iterates differ at that
-level; the evaluation and restart counts are the same)."""
+level — never by more."""
 
 from __future__ import annotations
 
@@ -50,7 +52,7 @@ def rtol(request, monkeypatch):
     """Run each case on both paths; the tolerance of the comparison with the recording."""
     if request.param == "numpy":
         monkeypatch.setattr(kernels, "AVAILABLE", False)
-        return 1e-12
+        return 1e-6
     if not kernels.AVAILABLE:
         pytest.skip("numba is not installed")
     monkeypatch.setattr(kernels, "WORTH", 0)  # a small fit: force the kernels

@@ -217,3 +217,60 @@ def test_charge_validation():
     with pytest.raises(ValueError, match="delta"):
         BudgetLedger(1.0).spent_dp()
     assert led.entries == ()
+
+
+# ----------------------------------------------------------------------------- sub-budgets
+def test_sub_budget_charges_its_parent_at_once_and_never_alone():
+    parent = BudgetLedger.from_dp(1.0, 1e-9)
+    parent.charge("exponential", parent.cost("exponential", epsilon=0.1), "preprocessing", epsilon=0.1)
+    child = parent.sub(parent.remaining, "mst")
+    assert child.currency == "zcdp" and child.total == pytest.approx(parent.remaining, rel=1e-10)
+    assert child.total < parent.remaining and child.delta == parent.delta and child.parent is parent
+    cost = child.portion(0.5)
+    sigma = acc.gaussian_sigma(cost)
+    child.charge("gaussian", cost, "one-way", sigma=sigma, sensitivity=1.0)
+    assert [e.label for e in parent.entries] == ["preprocessing", "mst: one-way"]
+    assert parent.entries[-1].cost == cost and dict(parent.entries[-1].params)["sigma"] == sigma
+    # a charge the parent cannot pay is refused by both, and neither records it
+    other = parent.sub(parent.remaining, "other")
+    other.charge("other", other.total, "all of it")
+    n_parent, n_child = len(parent.entries), len(child.entries)
+    with pytest.raises(ValueError, match="overspend"):
+        child.charge("gaussian", cost, "more", sigma=sigma, sensitivity=1.0)
+    assert (len(parent.entries), len(child.entries)) == (n_parent, n_child)
+
+
+def test_gdp_sub_budget_of_a_zcdp_ledger_costs_mu_squared_over_two():
+    """Gaussian noise of sigma with sensitivity D is D/sigma-GDP and D^2/(2 sigma^2)-zCDP:
+    a GDP sub-budget of rho holds mu = sqrt(2 rho), and spending it all spends rho."""
+    parent = BudgetLedger.from_dp(2.0, 1e-6, conversion="cks")
+    rho = parent.portion(0.75)
+    child = parent.sub(rho, "adagrid", currency="gdp")
+    assert child.currency == "gdp" and child.total == pytest.approx(math.sqrt(2 * rho), rel=1e-10)
+    k = 7
+    sigma = math.sqrt(k) / child.total  # k measurements of sensitivity 1 compose to mu = total
+    for i in range(k):
+        child.charge("gaussian", child.cost("gaussian", sigma=sigma, sensitivity=1.0), f"m{i}", sigma=sigma,
+                     sensitivity=1.0)  # fmt: skip
+    assert child.spent == pytest.approx(child.total, rel=1e-12)
+    assert parent.spent == pytest.approx(rho, rel=1e-9) and parent.spent <= rho
+    assert all(e.cost == pytest.approx(1 / (2 * sigma**2), rel=1e-12) for e in parent.entries)
+    with pytest.raises(ValueError, match="GDP ledger cannot hold a zCDP sub-budget"):
+        BudgetLedger.from_dp(1.0, 1e-6, currency="gdp").sub(0.1, "x", currency="zcdp")
+
+
+@pytest.mark.parametrize("parts", [1, 2, 3, 7, 10, 97, 1000])
+@pytest.mark.parametrize("epsilon", [1e-3, 1.0, 40.0])
+def test_a_fully_spent_sub_budget_never_takes_its_parent_past_its_total(parts, epsilon):
+    """Preprocessing in equal steps, then the rest handed on and spent in equal shares (each
+    accepted within the ledger's rounding slack): the parent's spent is <= its total exactly."""
+    parent = BudgetLedger.from_dp(epsilon, 1e-9)
+    pre = parent.portion(0.1)
+    for i in range(3):
+        parent.charge("other", pre / 3, f"pre {i}")
+    child = parent.sub(parent.total - pre, "m")
+    share = child.portion(1 / parts)
+    for i in range(parts):
+        child.charge("other", share, f"part {i}")
+    assert parent.spent <= parent.total and parent.spent >= parent.total * (1 - 1e-9)
+    assert parent.spent_dp()[0] <= epsilon

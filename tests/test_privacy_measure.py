@@ -12,6 +12,7 @@ import pytest
 from scipy import stats
 
 from margsynth import Dataset, Domain
+from margsynth.inference.pgm import from_noisy_marginals
 from margsynth.privacy import BudgetLedger, NoisyMarginal, normalise_weights
 from margsynth.privacy import accounting as acc
 from margsynth.privacy.measure import measure, measure_marginals
@@ -94,7 +95,7 @@ def test_measure_log_contents():
         assert not m.y.flags.writeable
         assert m.sigma == 3.0 and m.std == pytest.approx(3.0 / m.weight)
         assert m.estimate == pytest.approx(m.y / m.weight)
-        pm = m.to_measurement()  # Private-PGM's form of (w_C I, y, sigma, C): answers y / w_C, scale sigma / w_C
+        (pm,) = from_noisy_marginals([m])  # Private-PGM's form of (w_C I, y, sigma, C): answers y / w_C, scale sigma / w_C
         assert pm.query is None and pm.clique == m.clique
         np.testing.assert_array_equal(pm.y, m.y / m.weight)
         assert pm.sigma == 3.0 / m.weight

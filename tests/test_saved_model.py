@@ -1,13 +1,15 @@
-"""Saved models (margsynth.mechanisms.saved): every mechanism that generates with Private-PGM keeps
+"""Saved models (margsynth.model_file, margsynth.mechanisms.sampler): every mechanism that generates with Private-PGM keeps
 its fitted model; saving and loading it is exact; sampling it repeats the run's own GENERATE step
 (same rng state, same records), follows the model's distribution, and is refused cleanly for the
 mechanisms that keep no model and for files that are not models."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,7 +18,9 @@ from margsynth.dataset import Dataset
 from margsynth.domain import Attribute, Domain, Hierarchy
 from margsynth.inference.pgm import GraphicalModel
 from margsynth.mechanisms import registry
-from margsynth.mechanisms.saved import PGM_MECHANISMS, PGMSampler, SavedModel, unsavable_reason
+from margsynth.mechanisms.generators import PGMGenerator
+from margsynth.mechanisms.sampler import PGMSampler, pgm_mechanisms, unsavable_reason
+from margsynth.model_file import SavedModel
 
 DOM = Domain(
     (
@@ -42,26 +46,26 @@ def _data(n=1500, seed=0):
 
 
 FAST = {"iters": 30}
-EXTRA = {"mst": {"select_iters": 30}, "mst-prop4": {"select_iters": 30}, "aim": {"final_iters": 30, "rounds": 6}}
+EXTRA = {"mst": {"select_iters": 30}, "mst-prop4": {"select_iters": 30}, "aim": {"generator.iters": 30, "rounds": 6}}
 
 
 def _run(name, seed=0, data=None):
     data = _data() if data is None else data
     kw = {"public": _data(400, 9)} if registry.spec(name).needs_public else {}
-    mech = registry.create(name, **(FAST if name in PGM_MECHANISMS else {}), **EXTRA.get(name, {}))
+    mech = registry.create(name, **(FAST if name in pgm_mechanisms() else {}), **EXTRA.get(name, {}))
     return mech.run(data, 1.0, 1e-6, np.random.default_rng(seed), **kw)
 
 
 @pytest.fixture(scope="module")
 def runs():
-    return {name: _run(name) for name in PGM_MECHANISMS}
+    return {name: _run(name) for name in pgm_mechanisms()}
 
 
 def _codes(ds):
     return np.asarray(ds.codes, dtype=np.int64)
 
 
-@pytest.mark.parametrize("name", PGM_MECHANISMS)
+@pytest.mark.parametrize("name", pgm_mechanisms())
 def test_save_load_sample_is_exact(runs, name, tmp_path):
     res = runs[name]
     assert isinstance(res.sampler, PGMSampler) and res.sampler.domain == DOM
@@ -147,7 +151,7 @@ def test_mechanisms_without_a_model_are_refused():
         if name == "privpgd":
             continue  # needs torch; it has no generator object either (checked below)
         reason = unsavable_reason(registry.create(name))
-        assert (reason is None) == (name in PGM_MECHANISMS), (name, reason)
+        assert (reason is None) == (name in pgm_mechanisms()), (name, reason)
     res = _run("privsyn")
     assert res.sampler is None
     with pytest.raises(ValueError, match="keeps no fitted Private-PGM model.*mst"):
@@ -173,7 +177,7 @@ def test_nist_mst_with_transforms_keeps_no_model():
         def reverse(self, data, rng, domain):
             return data
 
-    mech = NISTMST(transforms=(Shift(),), iters=20)
+    mech = NISTMST(transforms=(Shift(),), generator=PGMGenerator(iters=20))
     assert unsavable_reason(mech) == "its record transforms cannot be saved"
     res = mech.run(_data(), 1.0, 1e-6, np.random.default_rng(0), public=_data(400, 9))
     assert res.sampler is None
@@ -225,6 +229,27 @@ def test_malformed_files_are_refused_naming_the_field(runs, tmp_path, case):
     with pytest.raises(ValueError, match="bad.npz") as exc:
         SavedModel.load(bad)
     assert needle in str(exc.value)
+
+
+#: A model file written by the first version of the format (MST on a domain with an ordinal
+#: attribute with a hierarchy and labels, a labelled one and a compression step; a sidecar
+#: with a NaN, a tuple and numpy values), with the SHA-256 of the first 40 records it draws
+#: with ``default_rng(0)`` (int64 codes) as that version sampled them.
+V1_FILE = Path(__file__).parent / "data" / "saved_model_v1.npz"
+V1_SAMPLE = "782c632114a7fc8e7f892ea222c528a6ec4ef61cce06a7aeabe1eee1bce8e0cf"
+
+
+def test_files_of_the_first_version_load_sample_and_rewrite_the_same_bytes():
+    saved = SavedModel.load(V1_FILE)
+    a, b, c, d = saved.domain.attributes
+    assert (a.ordinal, a.hierarchy.levels[1], a.labels) == (True, (0, 0, 1, 1, 2, 2), tuple("uvwxyz"))
+    assert (b.ordinal, b.hierarchy, b.labels, c.ordinal, d.labels) == (False, None, ("p", "q", "r"), True, None)
+    assert len(saved.sampler.reverse) == 1 and saved.info["x"] is None and saved.info["y"] == [1, 2]
+    codes = np.ascontiguousarray(saved.sample(40, np.random.default_rng(0)).codes, dtype=np.int64)
+    assert hashlib.sha256(codes.tobytes()).hexdigest() == V1_SAMPLE
+    buf = io.BytesIO()
+    saved.write(buf)
+    assert buf.getvalue() == V1_FILE.read_bytes()
 
 
 def test_other_files_are_refused(tmp_path):

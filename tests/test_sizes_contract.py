@@ -121,7 +121,7 @@ def test_noisy_total_at_tiny_epsilon_stays_within_the_bound(monkeypatch, name):
     if name == "mst":
         tiny["select_iters"] = 3
     if name == "aim":
-        tiny.update(rounds=3, final_iters=3)
+        tiny.update(rounds=3, **{"generator.iters": 3})
     res = registry.create(name, **tiny).run(data, 1e-12, 1e-6, np.random.default_rng(1))
     assert 0 <= len(res.synthetic) <= 42
     assert res.epsilon <= 1e-12

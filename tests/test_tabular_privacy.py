@@ -15,8 +15,8 @@ import pytest
 from scipy.stats import norm
 
 from margsynth.privacy import BudgetLedger
+from margsynth.tabular import Schema, fit_encoder, synthesize
 from margsynth.tabular import discovery as dsc
-from margsynth.tabular import fit_encoder, synthesize
 
 
 def neighbours(values: list, extra: list):
@@ -43,43 +43,65 @@ def test_category_counts_sensitivity_is_one():
     assert worst == 1.0
 
 
+def _l2(h, g) -> float:
+    return float(np.sqrt(((np.asarray(h, dtype=float) - np.asarray(g, dtype=float)) ** 2).sum()))
+
+
+def test_category_histogram_with_its_null_cell_has_sensitivity_one():
+    """Keys and the null cell of one column: a row is in exactly one of them."""
+    base = ["a", "b", None, "b", None, "c"]
+    worst = 0.0
+    for d in [base[:k] for k in range(len(base) + 1)]:
+        for nb in neighbours(d, ["a", None, "new"]):
+            h = {**dsc.category_counts(k for k in d if k is not None), None: sum(k is None for k in d)}
+            g = {**dsc.category_counts(k for k in nb if k is not None), None: sum(k is None for k in nb)}
+            worst = max(worst, l2(h, g))
+    assert worst == 1.0
+
+
 @pytest.mark.parametrize("integer", [True, False])
-def test_log2_histogram_sensitivity_is_one(integer):
+def test_range_histogram_sensitivity_is_one(integer):
     vals = (
         [0, 1, 3, 4, 7, 8, -1, -2, 100, 2**70] if integer else [0.0, 1e-40, 0.5, 1.0, 1.5, -0.25, -3.0, 1e30, 2.0**80]
     )
     extra = vals + ([5, -7, 2**63] if integer else [0.75, -1e-12, 7.5])
     worst = 0.0
     for d in [vals[:k] for k in range(0, len(vals) + 1, 3)]:
-        h = dsc.log2_histogram(np.array(d, dtype=float), integer)
+        h = dsc.range_histogram(np.array(d, dtype=float), integer)
         assert h.sum() == len(d)
         for nb in neighbours(d, extra):
-            g = dsc.log2_histogram(np.array(nb, dtype=float), integer)
-            dist = float(np.sqrt(((h - g) ** 2).sum()))
+            dist = _l2(h, dsc.range_histogram(np.array(nb, dtype=float), integer))
             assert dist <= 1.0
             worst = max(worst, dist)
     assert worst == 1.0
 
 
-def test_log2_bins_are_ordered_and_hold_their_values():
+def test_range_bins_are_ordered_and_hold_their_values():
     for integer in (True, False):
-        lower, upper = dsc.log2_bin_edges(integer)
-        assert (lower <= upper).all() and (upper[:-1] <= lower[1:]).all()
-        xs = [0, 1, 2, 3, 5, 1023, 1024, -1, -6, -1024] if integer else [0.0, 0.3, 1.0, 1.99, -0.7, -1e6, 12345.6]
+        lower, upper = dsc.range_bins(integer)
+        assert (lower < upper).all() and (upper[:-1] == lower[1:]).all()  # a partition into half-open bins
+        ratio = (upper / np.where(lower > 0, lower, np.nan))[lower > 16]  # 2^(1/8), integer edges rounded up
+        assert (ratio <= 2 ** (1 / 8) * (1 + 1 / 16) + 1e-9).all() and (ratio[-100:] <= 2 ** (1 / 8) + 1e-9).all()
+        xs = [0, 1, 2, 3, 5, 11, 12, 1023, 1024, -1, -6, -1024] if integer else [0.0, 0.3, 1.0, 1.99, -0.7, -1e6, 12345.6]
         for x in xs:
-            k = int(np.argmax(dsc.log2_histogram(np.array([x], dtype=float), integer)))
-            assert lower[k] <= x <= upper[k], (x, lower[k], upper[k])
+            k = int(np.argmax(dsc.range_histogram(np.array([x], dtype=float), integer)))
+            assert lower[k] <= x < upper[k], (x, lower[k], upper[k])
+        if integer:  # every integer up to 11 is its own bin
+            assert all(upper[k] - lower[k] == 1 for k in range(lower.size) if 0 <= lower[k] <= 11)
 
 
 @pytest.mark.parametrize("integer", [True, False])
-def test_quantile_histogram_sensitivity_is_one(integer):
-    lo, hi = (0.0, 20.0) if integer else (-1.0, 1.0)
-    vals = [0, 3, 3, 7, 20, 11, 19] if integer else [-1.0, -0.5, 0.0, 0.999, 1.0, 0.25]
+def test_fine_histogram_sensitivity_is_one(integer):
+    """The distribution histogram with its cells below and above: a row in exactly one cell."""
+    edges = dsc.fine_edges(0.0, 20.0, integer, cells=8) if integer else dsc.fine_edges(-1.0, 1.0, integer, cells=8)
+    vals = [0, 3, 3, 7, 20, 11, 19, -5, 40] if integer else [-1.0, -0.5, 0.0, 0.999, 1.0, 0.25, -7.0, 3.0]
+    worst = 0.0
     for d in [vals[:k] for k in range(len(vals) + 1)]:
-        h = dsc.quantile_histogram(np.array(d, dtype=float), lo, hi, integer)
+        h = dsc.fine_histogram(np.array(d, dtype=float), edges)
+        assert h.sum() == len(d)
         for nb in neighbours(d, vals):
-            g = dsc.quantile_histogram(np.array(nb, dtype=float), lo, hi, integer)
-            assert float(np.sqrt(((h - g) ** 2).sum())) <= 1.0
+            worst = max(worst, _l2(h, dsc.fine_histogram(np.array(nb, dtype=float), edges)))
+    assert worst == 1.0
 
 
 def test_new_category_passes_with_probability_delta():
@@ -92,17 +114,55 @@ def test_discovery_finds_what_it_should():
     rng = np.random.default_rng(0)
     led = BudgetLedger.from_dp(50.0, 1e-6)
     keys = ["a"] * 5000 + ["b"] * 3000 + ["rare"] * 2
-    kept, info = dsc.discover_categories(keys, rho=0.5, delta=1e-9, rng=rng, ledger=led, label="c")
-    assert kept == ["a", "b"] and info["kept"] == 2
-    x = rng.uniform(5.0, 900.0, 5000)
-    (lo, hi), _ = dsc.discover_bounds(x, rho=0.5, integer=False, rng=rng, ledger=led, label="b")
-    assert (lo, hi) == (4.0, 1024.0)
-    xi = rng.integers(-20, 40, 5000).astype(float)
-    (lo, hi), _ = dsc.discover_bounds(xi, rho=0.5, integer=True, rng=rng, ledger=led, label="bi")
-    assert (lo, hi) == (-31.0, 63.0)
-    cuts, info = dsc.private_quantile_cuts(np.sort(x), 4.0, 1024.0, 4, rho=0.5, integer=False, rng=rng, ledger=led,
-                                           label="q")  # fmt: skip
-    assert np.allclose(cuts, np.quantile(x, [0.25, 0.5, 0.75]), rtol=0.02, atol=2.0)
+    kept, info = dsc.discover_categories(keys, rho=0.5, delta=1e-9, rng=rng, ledger=led, label="c", nulls=40)
+    assert kept == ["a", "b"] and info["kept"] == 2 and abs(info["noisy_nulls"] - 40) < 10
+    for integer, x in [(False, rng.uniform(5.0, 900.0, 5000)), (True, rng.integers(1956, 2014, 5000).astype(float))]:
+        (i, j), _ = dsc.discover_range(x, rho=0.5, integer=integer, rng=rng, ledger=led, label="r")
+        lower, upper = dsc.range_bins(integer)
+        assert lower[i] <= x.min() and x.max() < upper[j]
+        edges = dsc.fine_edges(0, 0, integer, cells=1024, range_index=(i, j))
+        dist, _ = dsc.measure_distribution(x, edges, rho=0.5, rng=rng, ledger=led, label="d")
+        lo, hi, clamped = dsc.refine_bounds(dist, integer)
+        assert x.min() - 0.02 * np.ptp(x) <= lo <= np.quantile(x, 0.01) and np.quantile(x, 0.99) <= hi
+        assert hi <= x.max() + 0.02 * np.ptp(x) + 1 and clamped < 0.01
+        cuts = dsc.quantile_cuts(dist, lo, hi, 4, integer)
+        assert np.allclose(cuts, np.quantile(x, [0.25, 0.5, 0.75]), rtol=0.02, atol=2.0)
+
+
+def test_range_and_nulls_of_a_sparse_column():
+    """23 values and 3,300 nulls at a small budget: no range bin stands out (reported as
+    sparse), the null cell does."""
+    rng = np.random.default_rng(3)
+    x = rng.uniform(90, 432, 23)
+    (i, j), info = dsc.discover_range(x, rho=1e-4, integer=False, rng=rng, ledger=BudgetLedger(1.0), label="s",
+                                      nulls=3300)  # fmt: skip
+    assert info["sparse"] and i == j and info["noisy_nulls"] > 3000
+
+
+def test_non_negative_floats_never_get_a_negative_bound():
+    rng = np.random.default_rng(1)
+    x = np.where(rng.random(3000) < 0.4, 0.0, rng.exponential(3.0, 3000))
+    for seed in range(4):
+        led = BudgetLedger.from_dp(10.0, 1e-6)
+        g = np.random.default_rng(seed)
+        (i, j), _ = dsc.discover_range(x, rho=0.5, integer=False, rng=g, ledger=led, label="r")
+        edges = dsc.fine_edges(0, 0, False, range_index=(i, j))
+        dist, _ = dsc.measure_distribution(x, edges, rho=0.5, rng=g, ledger=led, label="d")
+        lo, hi, _ = dsc.refine_bounds(dist, False)
+        assert edges[0] == 0.0 and lo == 0.0 and hi > 5
+
+
+def test_category_budget_keeps_a_tenth_of_a_small_table():
+    """The issue of small tables: 344 rows at epsilon 2 -- a category of 10% of the rows is kept
+    with probability >= 0.99, at a budget within the cap."""
+    from margsynth.privacy.accounting import zcdp_rho
+    from margsynth.tabular.encoder import CATEGORY_CAP, category_budget
+
+    total = zcdp_rho(2.0, 1e-5, conversion="cks")
+    sigma, fraction = category_budget(3, 344.0, total, 0.1 * 1e-5 * math.exp(-2.0) / 3)
+    assert fraction <= 0.10 + 1e-12 and 3 / (2 * sigma**2) <= CATEGORY_CAP * total
+    tau = dsc.category_threshold(sigma, 0.1 * 1e-5 * math.exp(-2.0) / 3)
+    assert norm.sf(tau - 34.4, scale=sigma) >= 0.99
 
 
 SCHEMA = {
@@ -128,16 +188,37 @@ def raw(n: int = 2000, seed: int = 0) -> pd.DataFrame:
 
 
 def test_fit_encoder_charges_what_it_reports():
+    """An explicit share is spent exactly: the row count 2% of it, the rest an equal part per
+    column with a step (a numeric column's range 40% of its part, its distribution 60%)."""
     led = BudgetLedger.from_dp(1.0, 1e-6)
     enc, rep = fit_encoder(raw(), SCHEMA, ledger=led, rng=np.random.default_rng(0), share=0.2, delta=1e-7)
-    assert rep["steps"] == 4 and len(led.entries) == 4
-    assert led.spent == pytest.approx(rep["rho"], rel=1e-12) == pytest.approx(led.portion(0.2), rel=1e-12)
-    assert math.fsum(c["rho"] for c in rep["columns"].values()) == pytest.approx(rep["rho"], rel=1e-12)
+    labels = [e.label for e in led.entries]
+    assert labels == ["count rows", "discover categories of city", "discover the range of price",
+                      "distribution of price", "discover the range of rooms", "distribution of rooms"]  # fmt: skip
+    assert rep["steps"] == 5
+    assert led.spent == pytest.approx(rep["rho"], rel=1e-12) == pytest.approx(led.portion(0.2), rel=1e-9)
+    per_col = 0.98 * led.portion(0.2) / 3
+    for name in ("city", "price", "rooms"):
+        assert rep["columns"][name]["rho"] == pytest.approx(per_col, rel=1e-9)
+    assert rep["rows"]["rho"] == pytest.approx(0.02 * led.portion(0.2), rel=1e-12)
     assert rep["delta"] == pytest.approx(1e-7) and rep["columns"]["city"]["delta"] == pytest.approx(1e-7)
     assert rep["columns"]["kind"]["rho"] == 0.0
-    labels = [e.label for e in led.entries]
-    assert labels == ["discover categories of city", "discover bounds of price", "quantile cuts of price",
-                      "discover bounds of rooms"]  # fmt: skip
+
+
+def test_default_rule_adapts_to_the_table():
+    """The default rule: the categories of a large table are cheap (a low kept fraction), and
+    every step is on the ledger; nothing is spent beyond the rule's most."""
+    from margsynth.tabular.encoder import discovery_budget
+
+    led = BudgetLedger.from_dp(1.0, 1e-6)
+    enc, rep = fit_encoder(raw(20000), SCHEMA, ledger=led, rng=np.random.default_rng(1), delta=1e-7)
+    assert rep["categories"]["kept_fraction"] <= 0.01
+    assert led.spent == pytest.approx(rep["rho"], rel=1e-12)
+    assert rep["rho"] <= discovery_budget(Schema.coerce(SCHEMA), led.total)["most"]
+    small = BudgetLedger.from_dp(1.0, 1e-6)
+    _, rep_small = fit_encoder(raw(300), SCHEMA, ledger=small, rng=np.random.default_rng(1), delta=1e-7)
+    assert rep_small["categories"]["kept_fraction"] > rep["categories"]["kept_fraction"]
+    assert rep_small["rho"] > rep["rho"]  # a small table buys its categories with more of the budget
 
 
 @pytest.mark.parametrize("epsilon,delta", [(1.0, 1e-6), (0.05, 1e-9), (8.0, 1e-3)])
@@ -153,7 +234,7 @@ def test_synthesize_never_spends_more_than_asked(epsilon, delta):
     assert led["spent_epsilon"] == rep["epsilon"]
     pre = [c for c in led["charges"] if not c["label"].startswith("independent:")]
     assert math.fsum(c["cost"] for c in pre) == pytest.approx(rep["preprocessing"]["rho"], rel=1e-12)
-    assert rep["preprocessing"]["rho"] == pytest.approx(0.1 * led["total"], rel=1e-12)
+    assert rep["preprocessing"]["preprocessing_share"] == pytest.approx(rep["preprocessing"]["rho"] / led["total"])
     # delta: the conversion's share plus e^eps times the category thresholds'
     b = rep["budget"]
     assert rep["delta"] == pytest.approx(b["delta_conversion"] + math.exp(rep["epsilon"]) * b["delta_categories"])
@@ -172,7 +253,7 @@ def test_extreme_budgets_are_kept_or_refused_before_noise(epsilon, delta):
     """At the corners of (epsilon, delta) a run either stays within the request or is refused
     with ValueError before any draw (the mechanism's epsilon is computed first)."""
     try:
-        out, rep = synthesize(raw(200), SCHEMA, "independent", epsilon=epsilon, delta=delta, seed=1, iters=3, n=30)
+        out, rep = synthesize(raw(200), SCHEMA, "independent", epsilon=epsilon, delta=delta, seed=1, iters=3, synthetic_records=30)
     except ValueError as exc:
         assert "epsilon" in str(exc) or "rho" in str(exc)
         return
@@ -191,17 +272,22 @@ def test_new_category_release_rate_matches_delta():
     assert abs(kept / trials - delta) <= 4 * math.sqrt(delta * (1 - delta) / trials)
 
 
-@pytest.mark.parametrize("currency,conversion", [("zcdp", "cks"), ("zcdp", "prop4"), ("gdp", "gdp")])
-@pytest.mark.parametrize("rho,delta", [(0.01, 1e-9), (1e-6, 1e-5), (3.0, 1e-12)])
-def test_mechanism_epsilon_fits_the_rest_tightly(currency, conversion, rho, delta):
-    from margsynth.tabular.api import mechanism_epsilon
-
-    eps = mechanism_epsilon(rho, delta, currency, conversion)
-    if currency == "zcdp":
-        total = BudgetLedger.from_dp(eps, delta, conversion=conversion).total
-    else:
-        total = BudgetLedger.from_dp(eps, delta, currency="gdp").total ** 2 / 2
-    assert total <= rho and total >= rho * (1 - 1e-8)
+@pytest.mark.parametrize("mechanism", ["independent", "adagrid", "mst"])
+@pytest.mark.parametrize("epsilon,delta", [(0.05, 1e-9), (1.0, 1e-6), (8.0, 1e-12)])
+def test_the_mechanism_spends_what_preprocessing_left(mechanism, epsilon, delta):
+    """One ledger for the run: the mechanism is handed the rest after preprocessing (a zCDP
+    sub-budget, or GDP mu = sqrt(2 rho) for the adaptive grid) and spends it; the run's
+    ledger is spent to within 1e-9 of its total and never above it, not by one ulp."""
+    kw = {"iters": 3} if mechanism != "mst" else {"iters": 3, "select_iters": 3}
+    _, rep = synthesize(raw(200), SCHEMA, mechanism, epsilon=epsilon, delta=delta, seed=2, synthetic_records=20, **kw)
+    led, mb = rep["ledger"], rep["mechanism_budget"]
+    pre = math.fsum(c["cost"] for c in led["charges"] if not c["label"].startswith(f"{mechanism}:"))
+    rest = led["total"] - pre
+    assert mb["currency"] == ("gdp" if mechanism == "adagrid" else "zcdp")
+    handed = mb["total"] ** 2 / 2 if mb["currency"] == "gdp" else mb["total"]
+    assert handed == pytest.approx(rest, rel=1e-10) and handed <= rest
+    assert led["spent"] <= led["total"] and led["spent"] >= led["total"] * (1 - 1e-9)
+    assert rep["epsilon"] <= epsilon
 
 
 # ----------------------------------------------------------------------------- quantile cuts in wide bounds
@@ -218,58 +304,30 @@ def test_isotonic_fit_is_the_least_squares_monotone_fit():
 
 
 def test_quantile_cuts_stay_where_the_data_are():
-    """Bounds [0, 1000], data in [0, 100]: clamping each noisy cell at zero would put most
-    cut points in the empty (100, 1000]; the isotonic cumulative sum of the same noisy
-    histogram puts (nearly) none there, at the same cost."""
-    above_new, above_clamped = [], []
-    for seed in range(8):
-        rng = np.random.default_rng(seed)
-        x = rng.uniform(0, 100, 5000)
+    """Given bounds [0, 1000], data in [0, 100]: the quantile cuts of the private distribution
+    are where the data are (the noise of the empty stretch adds no mass there)."""
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 100, 5000)
+    for seed in range(6):
         led = BudgetLedger.from_dp(10.0, 1e-6)
-        state = rng.bit_generator.state
-        cuts, info = dsc.private_quantile_cuts(x, 0.0, 1000.0, 16, rho=0.002, integer=False, rng=rng, ledger=led,
-                                               label="q")  # fmt: skip
-        assert [e.cost for e in led.entries] == [pytest.approx(0.002, rel=1e-12)] and info["bins"] == len(cuts) + 1
-        above_new.append(sum(c > 100 + 1000 / 1024 for c in cuts))
-        # the same noise, clamped cell by cell (the estimator this replaces)
-        rng.bit_generator.state = state
-        noisy = np.clip(dsc.quantile_histogram(x, 0.0, 1000.0, False) + rng.normal(0, info["sigma"], 1024), 0, None)
-        cdf = np.cumsum(noisy) / noisy.sum()
-        old = [(np.searchsorted(cdf, j / 16) + 1) * 1000 / 1024 for j in range(1, 16)]
-        above_clamped.append(sum(c > 100 + 1000 / 1024 for c in old))
-    assert max(above_new) <= 2 and min(above_clamped) >= 8  # most of the 15 cuts were wasted before
-    assert np.mean(above_new) <= 1
+        g = np.random.default_rng(seed)
+        edges = dsc.fine_edges(0.0, 1000.0, False, cells=dsc.distribution_cells(5000, 16.0))
+        dist, info = dsc.measure_distribution(x, edges, rho=0.002, rng=g, ledger=led, label="d")
+        assert [e.cost for e in led.entries] == [pytest.approx(0.002, rel=1e-12)]
+        cuts = dsc.quantile_cuts(dist, 0.0, 1000.0, 16, False)
+        assert len(cuts) >= 10 and sum(c > 110 for c in cuts) <= 2
 
 
 def test_wide_bounds_through_synthesize_cost_the_same():
-    """One quantile step, charged exactly the preprocessing share, and the bins found hold the data."""
+    """One distribution step for a column with given bounds and quantile bins, charged its part
+    of an explicit share, and the bins found hold the data."""
     rng = np.random.default_rng(0)
     df = pd.DataFrame({"v": rng.uniform(0, 100, 4000), "k": rng.choice(["a", "b"], 4000)})
     schema = {"columns": [{"name": "v", "kind": "numeric", "type": "float", "bounds": [0, 1000], "binning": "quantile",
                            "bins": 16}, {"name": "k", "kind": "categorical", "categories": ["a", "b"]}]}  # fmt: skip
-    out, rep = synthesize(df, schema, "independent", epsilon=1.0, delta=1e-6, seed=0, iters=5)
-    charges = [c for c in rep["ledger"]["charges"] if c["label"] == "quantile cuts of v"]
-    assert len(charges) == 1 and charges[0]["cost"] == pytest.approx(0.1 * rep["ledger"]["total"], rel=1e-12)
-    cuts = rep["encoder"]["columns"][0]["cuts"]
-    assert len(cuts) >= 12 and sum(c > 101 for c in cuts) <= 1
+    out, rep = synthesize(df, schema, "independent", epsilon=1.0, delta=1e-6, seed=0, iters=5, preprocessing_share=0.1)
+    charges = [c for c in rep["ledger"]["charges"] if c["label"] == "distribution of v"]
+    assert len(charges) == 1 and charges[0]["cost"] == pytest.approx(0.98 * 0.1 * rep["ledger"]["total"], rel=1e-9)
+    cuts = rep["encoder"]["columns"][0]["cuts"]  # cells spread over the given bounds: ~10 of them hold the data
+    assert len(cuts) >= 8 and sum(c > 110 for c in cuts) <= 1
     assert rep["epsilon"] <= 1.0 and rep["delta"] <= 1e-6
-
-
-# ----------------------------------------------------------------------------- bounds on the grid
-@pytest.mark.parametrize("sign", [1.0, -1.0])
-def test_float_bounds_snap_the_zero_bin_to_zero(sign):
-    """Non-negative data with zeros get lo == 0 exactly (not -2^-30); non-positive, hi == 0;
-    every bound is 0 or a signed power of two."""
-    rng = np.random.default_rng(1)
-    x = sign * np.where(rng.random(3000) < 0.4, 0.0, rng.exponential(3.0, 3000))
-    for seed in range(5):
-        led = BudgetLedger.from_dp(10.0, 1e-6)
-        (lo, hi), info = dsc.discover_bounds(x, rho=0.5, integer=False, rng=np.random.default_rng(seed), ledger=led,
-                                             label="b")  # fmt: skip
-        assert (lo == 0.0) if sign > 0 else (hi == 0.0)
-        for b in (lo, hi):
-            assert b == 0.0 or math.log2(abs(b)).is_integer()
-        assert info["bounds"] == [lo, hi]
-    (lo, hi), _ = dsc.discover_bounds(np.zeros(500), rho=0.5, integer=False, rng=np.random.default_rng(0),
-                                      ledger=BudgetLedger.from_dp(10.0, 1e-6), label="z")  # fmt: skip
-    assert (lo, hi) == (0.0, 1.0)

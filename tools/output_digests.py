@@ -49,9 +49,10 @@ def _strip_timings(obj):
 
 
 def digest(csv: Path) -> tuple[str, str]:
-    """SHA-256 of the CSV and of its sidecar without timings (keys sorted)."""
+    """SHA-256 of the CSV and of its sidecar without timings (keys sorted, the output folder
+    written ``OUT`` so that runs in two folders compare)."""
     side = json.loads(Path(f"{csv}.json").read_text())
-    text = json.dumps(_strip_timings(side), sort_keys=True, indent=1)
+    text = json.dumps(_strip_timings(side), sort_keys=True, indent=1).replace(str(csv.parent), "OUT")
     Path(f"{csv}.notime.json").write_text(text)
     return hashlib.sha256(csv.read_bytes()).hexdigest(), hashlib.sha256(text.encode()).hexdigest()
 
@@ -62,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="*", default=None)
     ap.add_argument("--raw-rows", type=int, default=2000)
     ap.add_argument("--skip-raw", action="store_true")
+    ap.add_argument("--rehash", action="store_true", help="only recompute the digests of the outputs already in --out")
     args = ap.parse_args(argv)
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -87,6 +89,11 @@ def main(argv: list[str] | None = None) -> int:
             jobs.append(("raw", ["--dataset", str(raw), "--schema", str(schema)]))
         for tag, data_args in jobs:
             csv = out / f"{name}.{tag}.csv"
+            if args.rehash:
+                if csv.exists():
+                    a, b = digest(csv)
+                    print(f"{name:14s} {tag:10s} csv {a[:16]}  sidecar {b[:16]}", flush=True)
+                continue
             cmd = [*exe, "synth", name, *data_args, "--epsilon", "1", "--delta", "1e-9", "--seed", "0",
                    "--out", str(csv), *extra]  # fmt: skip
             proc = subprocess.run(cmd, capture_output=True, text=True)

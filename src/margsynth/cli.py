@@ -1,8 +1,12 @@
 """The ``margsynth`` command line (also ``python -m margsynth``).
 
-Each sub-command lives in ``margsynth.commands.<name>`` and exposes
-``register(subparsers)``, which adds its parser and sets ``func`` to a
-callable taking the parsed arguments and returning an exit code.
+The parsers of all commands (names, help texts, options) are in
+:mod:`margsynth.commands.parsers`, which imports nothing heavy: ``margsynth
+--help`` and usage errors answer at once, without numpy. Each command's work is
+in ``margsynth.commands.<command>``; every leaf parser names, as ``handler``,
+the function of that module that runs it (called with the parsed arguments, it
+returns the exit status). :func:`run_command` imports that module when the
+command runs: the one place the CLI imports lazily.
 
 How every command ends:
 
@@ -24,10 +28,15 @@ import os
 import re
 import signal
 import sys
+import tempfile
+import time
+import traceback
 from contextlib import contextmanager
 
-# Sub-command modules, in the order ``margsynth --help`` lists them.
-COMMANDS = ("data", "reproduce", "mgd", "synth", "sample", "evaluate", "schema")
+from . import __version__
+from .commands import parsers
+
+__all__ = ["ArgumentParser", "Terminated", "build_parser", "main", "run_command"]
 
 # argparse takes "-1e-6" or "-inf" for an option; these are numbers.
 _NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|infinity|nan)$", re.IGNORECASE)
@@ -49,17 +58,23 @@ class ArgumentParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = ArgumentParser(prog="margsynth", description=__doc__.splitlines()[0])
+    """The parser of ``margsynth`` and all its commands (cheap: no command module is imported)."""
+    parser = ArgumentParser(
+        prog="margsynth",
+        description=parsers.DESCRIPTION,
+        epilog="Run margsynth COMMAND --help for the options of a command.",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"margsynth.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"margsynth.commands.{name}":
-                continue  # command not built yet
-            raise
-        module.register(sub)
+    parsers.add_commands(sub)
     return parser
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run the parsed command: import ``margsynth.commands.<command>`` (here, and only
+    here: the CLI's one lazy import, so that starting it costs nothing until a command
+    runs) and call its ``handler`` function with ``args``; returns the exit status."""
+    module = importlib.import_module(f"{__package__}.commands.{args.command}")
+    return int(getattr(module, args.handler)(args) or 0)
 
 
 @contextmanager
@@ -91,12 +106,6 @@ def _user_error(exc: BaseException) -> str | None:
 
 def _write_log(command: str, argv: list[str]) -> str:
     """Write the current exception's traceback to a log file; returns its path."""
-    import tempfile
-    import time
-    import traceback
-
-    from . import __version__
-
     folder = os.environ.get("MARGSYNTH_LOG_DIR") or tempfile.gettempdir()
     path = os.path.join(folder, f"margsynth-{command}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log")
     try:
@@ -118,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     prefix = f"margsynth {args.command}"
     try:
         with _sigterm_raises():
-            return int(args.func(args) or 0)
+            return run_command(args)
     except BrokenPipeError:  # the reader of our output went away (`margsynth data list | head -1`)
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - nothing more may reach the closed pipe at exit
         return 1

@@ -16,6 +16,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -148,6 +149,38 @@ class Attribute:
     def effective_hierarchy(self) -> Hierarchy:
         """The attribute's hierarchy, or the flat default (MGD §4.3.1)."""
         return self.hierarchy if self.hierarchy is not None else Hierarchy.flat(self.size)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The whole attribute as JSON values: ``name``, ``size``, ``ordinal``, then
+        ``hierarchy`` (its levels) and ``labels`` when it has them; :meth:`from_dict` reads it."""
+        d: dict[str, Any] = {"name": self.name, "size": self.size, "ordinal": bool(self.ordinal)}
+        if self.hierarchy is not None:
+            d["hierarchy"] = [list(lvl) for lvl in self.hierarchy.levels]
+        if self.labels is not None:
+            d["labels"] = list(self.labels)
+        return d
+
+    @classmethod
+    def from_dict(cls, spec: Any) -> Attribute:
+        """The attribute that :meth:`to_dict` described as ``spec`` (e.g. read back from JSON);
+        ``ValueError`` naming the field that is missing, of the wrong type or invalid."""
+        if not isinstance(spec, Mapping):
+            raise ValueError(f"an attribute is an object with fields name, size and ordinal, got {spec!r}")
+        for key, kind, what in (("name", str, "a string"), ("size", int, "an integer"), ("ordinal", bool, "a boolean")):
+            if key not in spec:
+                raise ValueError(f"field {key!r} is missing")
+            v = spec[key]
+            if not isinstance(v, kind) or (kind is int and isinstance(v, bool)):
+                raise ValueError(f"field {key!r}: {v!r} is not {what}")
+        labels = spec.get("labels")
+        if labels is not None and (not isinstance(labels, list) or not all(isinstance(x, str) for x in labels)):
+            raise ValueError(f"field 'labels': {labels!r} is not a list of strings")
+        levels = spec.get("hierarchy")
+        try:
+            hierarchy = Hierarchy(tuple(tuple(lvl) for lvl in levels)) if levels is not None else None
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"field 'hierarchy': {exc}") from None
+        return cls(spec["name"], spec["size"], ordinal=spec["ordinal"], hierarchy=hierarchy, labels=labels)
 
 
 @dataclass(frozen=True)

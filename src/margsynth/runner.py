@@ -17,13 +17,17 @@ import os
 import platform
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import nbformat
+import papermill as pm
+from tqdm.auto import tqdm
+
 from .paths import atomic_path, project_root, results_dir
+from .timing import Stopwatch
 
 __all__ = ["NotebookFailure", "NotebookResult", "discover", "reproduce", "run_notebook"]
 
@@ -66,8 +70,6 @@ def discover(notebooks_dir: Path | None = None, only: list[str] | None = None) -
 
 
 def _parameter_names(path: Path) -> set[str] | None:
-    import nbformat
-
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "code" and "parameters" in cell.get("metadata", {}).get("tags", []):
@@ -85,8 +87,6 @@ def run_notebook(
 ) -> NotebookResult:
     """Execute one notebook with papermill; never raises for a notebook error
     (the result says ``failed`` and names the cell and error)."""
-    import papermill as pm
-
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
     names = _parameter_names(path)
@@ -105,7 +105,7 @@ def run_notebook(
     prov.unlink(missing_ok=True)
     env_before = os.environ.get("MARGSYNTH_PROVENANCE_FILE")
     os.environ["MARGSYNTH_PROVENANCE_FILE"] = str(prov)
-    start = time.perf_counter()
+    clock = Stopwatch()
     error = None
     try:
         with atomic_path(target, suffix=".ipynb") as tmp:
@@ -126,7 +126,7 @@ def run_notebook(
             os.environ.pop("MARGSYNTH_PROVENANCE_FILE", None)
         else:
             os.environ["MARGSYNTH_PROVENANCE_FILE"] = env_before
-    seconds = time.perf_counter() - start
+    seconds = clock.elapsed()
     data = []
     if prov.exists():
         seen = {}
@@ -172,8 +172,6 @@ def reproduce(
     echo=print,
 ) -> tuple[list[NotebookResult], Path]:
     """Run the notebooks and write the run manifest; returns (results, manifest path)."""
-    from tqdm.auto import tqdm
-
     paths = discover(notebooks_dir, only)
     if not paths:
         raise ValueError("no notebooks to run")

@@ -9,9 +9,16 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..data import RAW_TABLES, RECORD_DATASETS, load_csv, load_raw
+from ..data.fetch import DataUnavailableError, local_path, require
+from ..data.loaders import load_registered
+from ..data.loaders import read_raw_csv as read_text
+from ..data.registry import dataset_info
+from ..domain import Domain
+from ..tabular import Schema
+
 __all__ = [
     "Input",
-    "add_allow_surrogate",
     "check_input_file",
     "file_sha256",
     "is_file_arg",
@@ -34,15 +41,6 @@ class Input:
     source: str
     sha256: dict = field(default_factory=dict)
     path: Path | None = None  # the user's CSV, when the input was one
-
-
-def add_allow_surrogate(parser) -> None:
-    parser.add_argument(
-        "--allow-surrogate",
-        action="store_true",
-        help="if a registered dataset's real files are absent and cannot be fetched, run on its deterministic "
-        "surrogate (same schema, not the data) instead of stopping",
-    )
 
 
 def file_sha256(path: str | Path) -> str:
@@ -72,8 +70,6 @@ def check_input_file(option: str, value: str | Path, expected: str) -> Path:
 
 def read_domain(option: str, value: str | Path, ordinal=()):
     """The :class:`Domain` in a domain JSON file ``{"attr": size, ...}``; duplicate attributes are refused."""
-    from ..domain import Domain
-
     expected = 'a domain JSON file {"attr": size, ...}'
     check_input_file(option, value, expected)
 
@@ -99,8 +95,6 @@ def read_domain(option: str, value: str | Path, ordinal=()):
 
 def read_csv_dataset(option: str, value: str | Path, domain):
     """A CSV of integer codes over ``domain``, with errors naming ``option``."""
-    from ..data import load_csv
-
     path = check_input_file(option, value, "a CSV file of integer codes")
     try:
         return load_csv(path, domain)
@@ -111,8 +105,6 @@ def read_csv_dataset(option: str, value: str | Path, domain):
 def is_file_arg(arg: str) -> bool:
     """Whether ``--dataset``/``--public`` names a file (or a folder given by mistake) rather than a
     registered dataset; a registered name wins over a folder of the same name in the working directory."""
-    from ..data import RECORD_DATASETS
-
     if arg.endswith((".csv", ".zip", ".CSV")) or "/" in arg or Path(arg).is_file():
         return True
     return Path(arg).exists() and arg not in RECORD_DATASETS
@@ -123,8 +115,6 @@ def use_registered(name: str, allow_surrogate: bool) -> tuple[str, dict[str, str
     present and verified -> ``("real", {path: sha256})``; otherwise, with
     ``allow_surrogate``, ``("surrogate", {})``; otherwise ``ValueError`` saying what
     is missing and how to fetch it. A tampered local file is always refused."""
-    from ..data.fetch import DataUnavailableError, require
-
     try:
         return "real", require(name)
     except DataUnavailableError as exc:
@@ -135,10 +125,6 @@ def use_registered(name: str, allow_surrogate: bool) -> tuple[str, dict[str, str
 
 def resolve_dataset(arg: str, domain_json: str | None, *, what: str = "--dataset", allow_surrogate: bool = False) -> Input:
     """The dataset named by ``--dataset``/``--public`` (``what``): a registered name or a CSV (+ domain JSON)."""
-    from ..data import RECORD_DATASETS
-    from ..data.fetch import DataUnavailableError
-    from ..data.loaders import load_registered
-
     if is_file_arg(arg):
         path = Path(arg)
         if path.is_dir():
@@ -163,8 +149,6 @@ def resolve_dataset(arg: str, domain_json: str | None, *, what: str = "--dataset
 
 def read_schema(option: str, value: str | Path):
     """The :class:`~margsynth.tabular.Schema` in a schema JSON file, with errors naming ``option``."""
-    from ..tabular import Schema
-
     expected = "a schema JSON file (margsynth schema init drafts one)"
     check_input_file(option, value, expected)
     try:
@@ -177,13 +161,11 @@ def read_schema(option: str, value: str | Path):
 
 
 def read_raw_csv(option: str, value: str | Path):
-    """A raw CSV (strings, numbers, empty cells) as a DataFrame, read as the registered raw tables
-    are (:func:`margsynth.data.loaders.read_csv_strict`), with errors naming ``option``."""
-    from ..data.loaders import read_csv_strict
-
+    """A raw CSV as text, read as the registered raw tables are
+    (:func:`margsynth.data.loaders.read_raw_csv`), with errors naming ``option``."""
     path = check_input_file(option, value, "a raw CSV file with a header row")
     try:
-        return read_csv_strict(path)
+        return read_text(path)
     except ValueError as exc:
         msg = str(exc).removeprefix(f"{path}: ")
         raise ValueError(f"{option} {str(value)!r}: {msg}") from None
@@ -192,10 +174,6 @@ def read_raw_csv(option: str, value: str | Path):
 def raw_input(option: str, value: str) -> tuple[object, dict[str, str], Path]:
     """A raw table named by ``option``: a registered raw table (``margsynth.data.RAW_TABLES``,
     verified by SHA-256) or a raw CSV file. Returns ``(frame, {file: sha256}, path)``."""
-    from ..data import RAW_TABLES, load_raw
-    from ..data.fetch import DataUnavailableError, local_path
-    from ..data.registry import dataset_info
-
     if value in RAW_TABLES and not Path(value).exists():
         reg, data_file = RAW_TABLES[value]
         entry = next(e for e in dataset_info(reg).files if e.path == data_file)

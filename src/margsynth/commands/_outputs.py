@@ -9,6 +9,10 @@ before any noise is drawn), takes the two files' contents, and renames them
 into place only when both were written; if the second rename fails the old
 pair is restored. Temporaries are removed on any failure, Ctrl-C or SIGTERM,
 and those left by a killed run are removed (and reported) by the next one.
+
+The sidecars' JSON is encoded by :mod:`margsynth.jsonable` (numpy numbers and arrays,
+tuples, sets as JSON values; undefined numbers as ``null``); :func:`dumps_strict` writes it
+and says on stderr which numbers were undefined.
 """
 
 from __future__ import annotations
@@ -21,9 +25,19 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..jsonable import finite_json, json_default, plain_json
 from ..paths import make_temporary, stale_temporaries
 
-__all__ = ["OutputPair", "check_out", "clean_stale", "dumps_strict", "sidecar_path"]
+__all__ = [
+    "OutputPair",
+    "check_out",
+    "clean_stale",
+    "dumps_strict",
+    "finite_json",
+    "json_default",
+    "plain_json",
+    "sidecar_path",
+]
 
 
 def sidecar_path(path: Path) -> Path:
@@ -198,28 +212,11 @@ class OutputPair:
         self._abort()
 
 
-def _finite(obj, where: str, undefined: list):
-    import math
-
-    import numpy as np
-
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        undefined.append((where, obj))
-        return None
-    if isinstance(obj, dict):
-        return {k: _finite(v, f"{where}.{k}" if where else str(k), undefined) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v, f"{where}[{i}]", undefined) for i, v in enumerate(obj)]
-    return obj
-
-
 def dumps_strict(obj, *, prog: str, **kwargs) -> str:
     """JSON text with no ``NaN``/``Infinity`` (which strict parsers reject): an undefined
     number becomes ``null`` and a line on stderr says which and why."""
     undefined: list[tuple[str, float]] = []
-    clean = _finite(obj, "", undefined)
+    clean = finite_json(obj, undefined)
     for where, value in undefined:
         print(f"{prog}: {where} is undefined on these inputs (it came out as {value}); written as null", file=sys.stderr)
     return json.dumps(clean, allow_nan=False, **kwargs)

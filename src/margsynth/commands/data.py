@@ -1,31 +1,16 @@
-"""``margsynth data list|fetch|verify``: the dataset registry from the command line."""
+"""``margsynth data list|fetch|verify``: the dataset registry from the command line
+(parsers: :mod:`margsynth.commands.parsers`)."""
 
 from __future__ import annotations
 
 import sys
 
-
-def register(sub) -> None:
-    p = sub.add_parser("data", help="list, fetch and verify the registered datasets")
-    verbs = p.add_subparsers(dest="verb", required=True)
-    verbs.add_parser("list", help="registered datasets, their files and local status").set_defaults(func=_list)
-    f = verbs.add_parser("fetch", help="download (or copy from a mirror) and verify dataset files")
-    f.add_argument("names", nargs="*", help="datasets (default: all)")
-    f.add_argument("--from", dest="mirror", metavar="DIR", help="local mirror laid out like MANIFEST (default: $MARGSYNTH_DATA_MIRROR)")
-    f.add_argument("--force", action="store_true", help="fetch again even if a verified copy is present")
-    f.add_argument("--keep-going", action="store_true", help="report unavailable datasets instead of stopping")
-    f.set_defaults(func=_fetch)
-    v = verbs.add_parser(
-        "verify", help="check the SHA-256 of every local file (and remove temporaries of interrupted fetches)"
-    )
-    v.add_argument("names", nargs="*", help="datasets (default: all); exits 1 if a file is missing or does not match")
-    v.set_defaults(func=_verify)
+from ..data import DATASETS, DataUnavailableError, dataset_names, fetch, is_available, verify
+from ..paths import data_dir
+from ._outputs import clean_stale
 
 
 def _list(args) -> int:
-    from ..data import DATASETS, is_available
-    from ..paths import data_dir
-
     print(f"data folder: {data_dir()}")
     print(f"{'dataset':14s} {'records':>10s} {'files':>5s} {'status':10s} licence")
     for d in DATASETS.values():
@@ -35,8 +20,6 @@ def _list(args) -> int:
 
 
 def _fetch(args) -> int:
-    from ..data import DataUnavailableError, dataset_names, fetch
-
     names = args.names or list(dataset_names())
     missing = []
     for name in names:
@@ -56,10 +39,6 @@ def _fetch(args) -> int:
 
 
 def _verify(args) -> int:
-    from ..data import verify
-    from ..paths import data_dir
-    from ._outputs import clean_stale
-
     clean_stale(data_dir(), recursive=True)  # leftovers of interrupted fetches, reported on stderr
     bad, missing = [], []
     for path, status in verify(args.names or None):

@@ -8,7 +8,7 @@ Two input kinds:
   DOMAIN.json`` (``{"attr": size, ...}``) and ``--ordinal a,b``;
 - raw CSVs (strings, decimals, empty cells) with ``--schema SCHEMA.json``: both are
   encoded by one encoder whose "discover" entries are resolved exactly from ``--truth``
-  (:func:`margsynth.metrics.raw_tables.encode_pair`); the default marginals are the
+  (:func:`margsynth.tabular.scoring.encode_pair`); the default marginals are the
   encoder's (:meth:`margsynth.tabular.Encoder.mgd_spec`: numeric bins as ordinal
   attributes, categories flat).
 
@@ -17,36 +17,30 @@ Table 1 configuration, the default for count files) or ``--spec SPEC.json``
 (see README: "SPEC.json format"). ``--json`` prints one object
 ``{"marginals": [{"attributes": [...], "aemc": x, "seconds": t}, ...], "mgd": x}``
 plus ``"inv_pie"`` and ``"range_query"`` with a Baltimore preset. This output is
-a stable interface.
+a stable interface. The parser is in :mod:`margsynth.commands.parsers`.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
+from pathlib import Path
 
-from ._args import seed_arg
-from ._inputs import add_allow_surrogate, check_input_file, read_csv_dataset, read_domain, use_registered
+from ..data.baltimore import CountTable, load_truth, read_count_file
+from ..metrics import mgd as mgd_module  # the module: mgd is looked up when called (tests spy on it)
+from ..metrics.aemc import MarginalSpec, load_specs
+from ..metrics.baltimore import PRESETS, inverse_pie, range_query_error
+from ..tabular.scoring import encode_pair
+from ._inputs import (
+    check_input_file,
+    raw_input,
+    read_csv_dataset,
+    read_domain,
+    read_raw_csv,
+    read_schema,
+    use_registered,
+)
 from ._outputs import dumps_strict
-
-
-def register(sub) -> None:
-    p = sub.add_parser("mgd", help="score synthetic data against the truth with MGD (AEMC per marginal)",
-                       description=__doc__.splitlines()[0])
-    p.add_argument("--truth", required=True, metavar="PATH", help="ground-truth file")
-    p.add_argument("--synthetic", required=True, metavar="PATH", help="synthetic file to score")
-    g = p.add_mutually_exclusive_group()
-    g.add_argument("--preset", metavar="NAME", help="named marginal set: baltimore-table1 (default for count files), "
-                   "baltimore-paper")
-    g.add_argument("--spec", metavar="SPEC.json", help="marginal specs (README: SPEC.json format)")
-    p.add_argument("--solver", default="auto", choices=("auto", "flow", "lp"), help="AEMC solver (default auto)")
-    p.add_argument("--domain", metavar="DOMAIN.json", help="read record CSVs over this domain instead of count files")
-    p.add_argument("--ordinal", default="", metavar="A,B", help="ordinal attributes of --domain")
-    p.add_argument("--schema", metavar="SCHEMA.json", help="read raw CSVs described by this schema (default marginals: "
-                   "the schema's, numeric bins ordinal, categories flat)")
-    p.add_argument("--seed", type=seed_arg, default=0, help="seed of the range queries (Baltimore presets)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    add_allow_surrogate(p)
-    p.set_defaults(func=run)
 
 
 def _load(args):
@@ -55,10 +49,6 @@ def _load(args):
         dom = read_domain("--domain", args.domain, ordinal=ordinal)
         out = [read_csv_dataset(opt, path, dom) for opt, path in (("--truth", args.truth), ("--synthetic", args.synthetic))]
         return out[0], out[1], False
-    from pathlib import Path
-
-    from ..data.baltimore import CountTable, load_truth, read_count_file
-
     for opt, path in (("--truth", args.truth), ("--synthetic", args.synthetic)):
         check_input_file(opt, path, "a count file in the Baltimore scored-file layout (or record CSVs with --domain)")
     use_registered("baltimore911", args.allow_surrogate)  # the schema (names, labels) of the count files
@@ -76,9 +66,6 @@ def _load(args):
 
 def _load_raw(args):
     """``--truth`` and ``--synthetic`` as raw CSVs, encoded by one encoder from ``--schema``."""
-    from ..metrics.raw_tables import encode_pair
-    from ._inputs import raw_input, read_raw_csv, read_schema
-
     if args.domain:
         raise ValueError(f"--domain {args.domain!r}: raw CSVs (--schema) need no domain file; drop --domain")
     if args.ordinal:
@@ -92,8 +79,6 @@ def _load_raw(args):
 
 def _schema_specs(encoder):
     """The default marginals of a raw table: :meth:`margsynth.tabular.Encoder.mgd_spec`."""
-    from ..metrics.aemc import MarginalSpec, load_specs
-
     spec = encoder.mgd_spec()
     if isinstance(spec, (list, tuple)) and spec and all(isinstance(m, MarginalSpec) for m in spec):
         return list(spec)
@@ -101,12 +86,6 @@ def _schema_specs(encoder):
 
 
 def run(args) -> int:
-    import logging
-
-    from ..metrics.aemc import load_specs
-    from ..metrics.baltimore import PRESETS, inverse_pie, range_query_error
-    from ..metrics.mgd import mgd
-
     logging.getLogger("cvxpy").setLevel(logging.ERROR)
     if args.spec:
         check_input_file("--spec", args.spec, "a SPEC.json file (README: SPEC.json format)")
@@ -134,7 +113,7 @@ def run(args) -> int:
         if preset not in PRESETS:
             raise ValueError(f"--preset {preset!r}: unknown preset; expected one of {sorted(PRESETS)}")
         specs = PRESETS[preset]()
-    res = mgd(truth, synth, specs, solver=args.solver)
+    res = mgd_module.mgd(truth, synth, specs, solver=args.solver)
     if preset is not None and preset.startswith("baltimore"):
         if not counts:
             raise ValueError("the Baltimore presets need the Baltimore count files")

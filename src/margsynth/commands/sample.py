@@ -3,7 +3,7 @@
     margsynth sample MODEL.npz [--n N] [--seed S] --out PATH
 
 ``MODEL.npz`` is a file written by ``margsynth synth ... --save-model MODEL.npz`` (the run's
-fitted Private-PGM model, :mod:`margsynth.mechanisms.saved`). The records are drawn from it
+fitted Private-PGM model, :mod:`margsynth.model_file`). The records are drawn from it
 by the run's own GENERATE step (Algorithms 7-8 of the NIST-MST/MST paper, then the
 mechanism's reversal of its domain compression) and, when the run came from a raw table
 (``synth --schema``), decoded to the raw columns. This is post-processing of the run's
@@ -20,33 +20,21 @@ import json
 import sys
 from pathlib import Path
 
-from ._args import count_arg, seed_arg
+import numpy as np
+
+from .. import __version__
+from ..mechanisms.base import check_records
+from ..model_file import SavedModel
 from ._inputs import check_input_file, file_sha256
 from ._outputs import OutputPair, check_out, dumps_strict
 
-__all__ = ["register", "run_sample"]
+__all__ = ["run_sample"]
 
 EXPECTED = "a model file written by margsynth synth --save-model"
 
 
-def register(sub) -> None:
-    p = sub.add_parser(
-        "sample",
-        help="draw more records from a saved model (no privacy cost)",
-        description="Draw records from a model saved by `margsynth synth --save-model`; write the CSV and a JSON "
-        "sidecar (PATH.json). Sampling a saved model is post-processing: it costs no privacy budget.",
-    )
-    p.add_argument("model", metavar="MODEL", help="the model file (.npz) written by synth --save-model")
-    p.add_argument("--n", type=count_arg, metavar="N", help="number of records (default: as many as the run made)")
-    p.add_argument("--seed", type=seed_arg, default=0, metavar="S", help="seed of the sampler, an integer >= 0 (default 0)")
-    p.add_argument("--out", required=True, metavar="PATH", help="output CSV; the sidecar goes to PATH.json")
-    p.set_defaults(func=_main)
-
-
 def load_model(value: str | Path, option: str = "MODEL"):
-    """The :class:`~margsynth.mechanisms.saved.SavedModel` in file ``value``; errors name ``option``."""
-    from ..mechanisms.saved import SavedModel
-
+    """The :class:`~margsynth.model_file.SavedModel` in file ``value``; errors name ``option``."""
     check_input_file(option, value, EXPECTED)
     try:
         return SavedModel.load(value)
@@ -56,11 +44,6 @@ def load_model(value: str | Path, option: str = "MODEL"):
 
 def run_sample(model: str, *, out: str, n: int | None = None, seed: int = 0) -> dict:
     """The work of ``margsynth sample`` (callable from Python); returns the sidecar dict."""
-    import numpy as np
-
-    from .. import __version__
-    from ..mechanisms.base import check_records
-
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"--seed: {seed!r} is not an integer >= 0")
     path = check_out(out, {f"MODEL {str(model)!r}": Path(model)})

@@ -8,7 +8,8 @@ types alone: it never copies a category, a bound or any other value out of the f
 ``"discover"``, to be found privately by ``margsynth synth --schema`` on the run's ledger
 (or filled in by hand). With ``--public`` (the file is public data) categories and bounds
 are taken from the file, and the draft records that it did. An existing ``--out`` is
-replaced only with ``--force`` (a schema is usually edited by hand).
+replaced only with ``--force`` (a schema is usually edited by hand). The parser is in
+:mod:`margsynth.commands.parsers`.
 """
 
 from __future__ import annotations
@@ -16,43 +17,21 @@ from __future__ import annotations
 import json
 import sys
 
+from ..paths import atomic_path
+from ..tabular import draft_schema
 from ._inputs import raw_input
 from ._outputs import check_out
 
-__all__ = ["register", "run_init"]
+__all__ = ["run_init"]
 
 
-def register(sub) -> None:
-    p = sub.add_parser("schema", help="draft the schema of a raw CSV (for synth --schema)",
-                       description="Schemas of raw tables (strings, decimals, empty cells) for `margsynth synth --schema`.")  # fmt: skip
-    verbs = p.add_subparsers(dest="verb", required=True, metavar="VERB")
-    init = verbs.add_parser(
-        "init",
-        help="write a draft schema from the column names and types (no values unless --public)",
-        description="Write a draft schema of RAW.csv from its column names and types alone; values the draft cannot "
-        'know are marked "discover" (found privately by synth --schema). Edit it before use.',
-    )
-    init.add_argument("raw", metavar="RAW.csv", help="the raw table: a CSV with a header row, or a registered raw table")
-    init.add_argument("--out", required=True, metavar="SCHEMA.json", help="where to write the draft (JSON)")
-    init.add_argument(
-        "--public",
-        action="store_true",
-        help="the file is public: take category sets and numeric bounds from it (recorded in the draft)",
-    )
-    init.add_argument("--force", action="store_true", help="replace --out if it exists")
-    init.set_defaults(func=_main)
-
-
-def run_init(raw: str, *, out: str, public: bool = False, force: bool = False) -> dict:
+def run_init(raw: str, *, out: str, public: bool = False, force: bool = False, null_tokens=()) -> dict:
     """The work of ``margsynth schema init`` (callable from Python); returns the draft."""
-    from ..paths import atomic_path
-    from ..tabular import draft_schema
-
     frame, _, raw_path = raw_input("RAW.csv", raw)
     path = check_out(out, {f"RAW.csv {raw!r}": raw_path}, sidecar=False)
     if path.exists() and not force:
         raise ValueError(f"--out {out!r} exists (a schema is usually edited by hand); pass --force to replace it")
-    draft = draft_schema(frame, public=public)
+    draft = draft_schema(frame, public=public, null_tokens=list(null_tokens))
     text = json.dumps(draft, indent=2, allow_nan=False) + "\n"
     with atomic_path(path, ".json") as tmp:
         tmp.write_text(text)
@@ -60,7 +39,7 @@ def run_init(raw: str, *, out: str, public: bool = False, force: bool = False) -
 
 
 def _main(args) -> int:
-    draft = run_init(args.raw, out=args.out, public=args.public, force=args.force)
+    draft = run_init(args.raw, out=args.out, public=args.public, force=args.force, null_tokens=args.null_token)
     cols = draft.get("columns", draft) if isinstance(draft, dict) else draft
     n = len(cols) if hasattr(cols, "__len__") else "?"
     print(

@@ -19,7 +19,7 @@ the schema (``margsynth schema init`` drafts one): whatever the schema leaves to
 "discover" is found privately on the same ledger (``--preprocessing-share`` of the
 budget), the mechanism runs on the encoded table, and the output CSV is decoded to the
 raw columns; the sidecar adds a ``"preprocessing"`` section. ``--save-model PATH`` also
-writes the run's fitted Private-PGM model (:mod:`margsynth.mechanisms.saved`), from which
+writes the run's fitted Private-PGM model (:mod:`margsynth.model_file`), from which
 ``margsynth sample`` draws more records at no privacy cost; the three files land as one
 unit.
 """
@@ -28,71 +28,30 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import inspect
+import io
 import json
 import sys
-import time
 from pathlib import Path
 
-from ._args import DELTA_MIN, EPSILON_RANGE, check_budget, delta_arg, epsilon_arg, seed_arg, share_arg
-from ._inputs import add_allow_surrogate, is_file_arg, resolve_dataset
-from ._outputs import OutputPair, check_out, dumps_strict, sidecar_path
+import numpy as np
+import pandas as pd
 
-__all__ = ["check_save_model", "load_dataset", "model_bytes", "register", "run_synth"]
+from .. import __version__
+from ..data import RECORD_DATASETS
+from ..data.fetch import local_path
+from ..data.registry import dataset_info
+from ..mechanisms import registry  # the module: its functions are looked up when called (tests spy on them)
+from ..mechanisms.base import check_privacy_params, check_seed
+from ..mechanisms.sampler import pgm_mechanisms, unsavable_reason
+from ..model_file import SavedModel
+from ..tabular import TableError, describe, encoder_of, prepare, sidecar
+from ..timing import Stopwatch
+from ._args import check_budget
+from ._inputs import check_input_file, file_sha256, is_file_arg, raw_input, read_schema, resolve_dataset
+from ._outputs import OutputPair, check_out, dumps_strict, json_default, sidecar_path
 
-
-def register(sub) -> None:
-    from ..mechanisms.registry import available
-
-    p = sub.add_parser(
-        "synth",
-        help="generate differentially private synthetic data",
-        description="Run a DP synthetic-data mechanism; write the synthetic CSV and a JSON sidecar (PATH.json).",
-    )
-    p.add_argument("mechanism", metavar="MECHANISM", help=f"one of: {', '.join(available())}")
-    p.add_argument(
-        "--dataset",
-        required=True,
-        metavar="NAME|CSV",
-        help="registered dataset name or a CSV of integer codes (with --schema: a raw CSV or a registered raw table)",
-    )
-    p.add_argument("--domain", metavar="JSON", help='domain JSON {"attr": size, ...} (required for a CSV of codes)')
-    p.add_argument(
-        "--schema",
-        metavar="SCHEMA.json",
-        help="--dataset is a raw CSV (strings, decimals, empty cells) described by this schema "
-        "(margsynth schema init drafts one); the output is decoded to the raw columns",
-    )
-    p.add_argument(
-        "--preprocessing-share",
-        type=share_arg,
-        metavar="F",
-        help="with --schema: share of the budget in (0, 1) for the private discovery of what the schema leaves to "
-        '"discover" (default: the library\'s, see the docs)',
-    )
-    p.add_argument("--public", metavar="NAME|CSV", help="public dataset over the same domain (nist-mst)")
-    lo, hi = EPSILON_RANGE
-    p.add_argument("--epsilon", required=True, type=epsilon_arg, metavar="E", help=f"privacy parameter epsilon in [{lo:g}, {hi:g}]")
-    p.add_argument("--delta", required=True, type=delta_arg, metavar="D", help=f"privacy parameter delta in [{DELTA_MIN:g}, 1)")
-    p.add_argument("--seed", type=seed_arg, default=0, metavar="S", help="seed of the noise generator, an integer >= 0 (default 0)")
-    p.add_argument("--out", required=True, metavar="PATH", help="output CSV; the sidecar goes to PATH.json")
-    p.add_argument("--preset", metavar="NAME", help="hyperparameter preset of the mechanism (privpgd, gem, private-gsd: default | fast; rap: default | adaptive | fast)")
-    p.add_argument("--device", metavar="DEVICE", help="torch device for mechanisms that take one (privpgd, rap, gem: cpu | cuda)")
-    p.add_argument(
-        "--param",
-        "-p",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="mechanism hyperparameter (Python literal), e.g. -p iters=1000; repeatable",
-    )
-    p.add_argument(
-        "--save-model",
-        metavar="PATH",
-        help="also save the fitted model (mechanisms that generate with Private-PGM) to PATH (.npz), "
-        "from which `margsynth sample` draws more records at no privacy cost",
-    )
-    add_allow_surrogate(p)
-    p.set_defaults(func=_main)
+__all__ = ["check_save_model", "load_dataset", "model_bytes", "run_synth"]
 
 
 def load_dataset(arg: str, domain_json: str | None, what: str = "--dataset", allow_surrogate: bool = False):
@@ -102,12 +61,6 @@ def load_dataset(arg: str, domain_json: str | None, what: str = "--dataset", all
 
 def _input_columns(arg: str) -> list[str] | None:
     """Column order of the input file (a CSV path or a registered dataset's file)."""
-    import pandas as pd
-
-    from ..data import RECORD_DATASETS
-    from ..data.fetch import local_path
-    from ..data.registry import dataset_info
-
     if is_file_arg(arg):
         source = Path(arg)
     else:
@@ -124,8 +77,10 @@ def _parse_params(items: list[str]) -> dict:
     for it in items:
         key, sep, val = it.partition("=")
         key = key.strip().replace("-", "_")
-        if not sep or not key.isidentifier():
-            raise ValueError(f"--param must be KEY=VALUE with KEY a name, got {it!r}")
+        if not sep or not all(part.isidentifier() for part in key.removeprefix("generator.").split(".", 1)) or (
+            "." in key.removeprefix("generator.")
+        ):
+            raise ValueError(f"--param must be KEY=VALUE with KEY a name or generator.NAME, got {it!r}")
         try:
             out[key] = ast.literal_eval(val)
         except (ValueError, SyntaxError):
@@ -135,10 +90,6 @@ def _parse_params(items: list[str]) -> dict:
 
 def _input_paths(dataset: str, domain: str | None, public: str | None) -> dict[str, Path]:
     """Every file the run reads, by the option that names it (for the output-path checks)."""
-    from ..data import RECORD_DATASETS
-    from ..data.fetch import local_path
-    from ..data.registry import dataset_info
-
     out: dict[str, Path] = {}
     for opt, arg in (("--dataset", dataset), ("--public", public)):
         if arg is None:
@@ -176,18 +127,12 @@ def run_synth(
     run stops (``ValueError``) unless ``allow_surrogate``, and the sidecar says which
     (``"data_source"``) and carries the SHA-256 of every input file. ``schema``: the
     dataset is a raw CSV described by it (:func:`margsynth.tabular.synthesize`);
-    ``save_model``: also write the fitted model there (:class:`~margsynth.mechanisms.saved.SavedModel`)."""
-    import numpy as np
-
-    from ..mechanisms.base import check_privacy_params
-    from ..mechanisms.registry import create, spec
-
+    ``save_model``: also write the fitted model there (:class:`~margsynth.model_file.SavedModel`)."""
     # --- validate everything before any noise is drawn
-    s = spec(mechanism)
+    s = registry.spec(mechanism)
     check_budget(epsilon, delta)
     check_privacy_params(epsilon, delta)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"--seed: {seed!r} is not an integer >= 0")
+    check_seed(seed, "--seed")
     if schema is not None:
         return _run_raw(mechanism, dataset, schema, epsilon=epsilon, delta=delta, out=out, seed=seed, domain=domain,
                         public=public, params=params, device=device, save_model=save_model,
@@ -214,11 +159,9 @@ def run_synth(
             )
     elif s.needs_public:
         raise ValueError(f"mechanism {mechanism!r} needs a public dataset: pass --public NAME|CSV")
-    mech = create(mechanism, **(params or {}))
+    mech = registry.create(mechanism, **(params or {}))
     if device is not None:
-        import inspect
-
-        if "device" not in inspect.signature(mech.run).parameters:
+        if "device" not in inspect.signature(mech.synthesize).parameters:
             raise ValueError(f"mechanism {mechanism!r} takes no --device")
     kw = {"public": pub} if pub is not None else {}
     if device is not None:
@@ -229,9 +172,9 @@ def run_synth(
     # --- reserve the outputs (an unwritable place is found now, before any noise), run, write all or nothing
     with OutputPair(path, extra=[(model_path, "--save-model")] if model_path else []) as pair:
         rng = np.random.default_rng(seed)
-        t0 = time.perf_counter()
+        clock = Stopwatch()
         result = mech.run(data, epsilon, delta, rng, **kw)
-        wall = time.perf_counter() - t0
+        wall = clock.elapsed()
 
         side = result.sidecar()
         side.update(
@@ -249,8 +192,6 @@ def run_synth(
                 "budget": {k: v for k, v in (result.extras.get("ledger") or {}).items() if k != "charges"},
             }
         )
-        from .. import __version__
-
         side["margsynth_version"] = __version__
         frame = result.synthetic.df
         order = _input_columns(dataset)
@@ -282,17 +223,13 @@ def _run_raw(
     save_model: str | None,
     preprocessing_share: float | None,
 ) -> dict:
-    """``synth --schema``: a raw CSV through :func:`margsynth.tabular.synthesize`, decoded."""
-    from .. import __version__
-    from ..mechanisms.registry import create, spec
-    from ..tabular import check_table, sidecar, synthesize
-    from ._inputs import check_input_file, file_sha256, raw_input, read_schema
-
+    """``synth --schema``: a raw CSV through :func:`margsynth.tabular.prepare` (every check),
+    then :meth:`~margsynth.tabular.PreparedRun.run`, decoded."""
     if domain is not None:
         raise ValueError(
             f"--domain {domain!r}: a raw CSV (--schema) needs no domain file, its schema describes the columns; drop --domain"
         )
-    if public is not None or spec(mechanism).needs_public:
+    if public is not None or registry.spec(mechanism).needs_public:
         raise ValueError(
             f"mechanism {mechanism!r} with --schema: a public dataset over the encoded domain is not supported for raw "
             "tables; expected a mechanism that needs no --public"
@@ -304,19 +241,18 @@ def _run_raw(
     inputs_read = {f"--dataset {dataset!r}": raw, f"--schema {schema!r}": sch_path}
     path = check_out(out, inputs_read)
     sch = read_schema("--schema", schema)
-    try:
-        check_table(frame, sch)  # every cell against the schema, before anything else happens
-    except ValueError as exc:
-        raise ValueError(f"--dataset {dataset!r}: {exc} (--schema {schema!r})") from None
-    mech = create(mechanism, **(params or {}))  # bad hyperparameters are refused here
-    model_path = check_save_model(save_model, mech, mechanism, path, inputs_read)
-    sha = {**sha, str(schema): file_sha256(sch_path)}
     kw = {} if preprocessing_share is None else {"preprocessing_share": preprocessing_share}
+    try:  # every check of the run: cells, hyperparameters, the mechanism's own, before any noise
+        prepared = prepare(frame, sch, mechanism, epsilon=epsilon, delta=delta, **kw, **(params or {}))
+    except TableError as exc:
+        raise ValueError(f"--dataset {dataset!r}: {exc} (--schema {schema!r})") from None
+    model_path = check_save_model(save_model, prepared.mechanism, mechanism, path, inputs_read)
+    sha = {**sha, str(schema): file_sha256(sch_path)}
 
     with OutputPair(path, extra=[(model_path, "--save-model")] if model_path else []) as pair:
-        t0 = time.perf_counter()
-        synthetic, report = synthesize(frame, sch, mechanism, epsilon=epsilon, delta=delta, seed=seed, **kw, **(params or {}))
-        wall = time.perf_counter() - t0
+        clock = Stopwatch()
+        synthetic, report = prepared.run(seed)
+        wall = clock.elapsed()
         result = report["result"]
         side = sidecar(report)
         ledger = side.pop("ledger")
@@ -344,22 +280,21 @@ def _run_raw(
             side["saved_model"] = {"path": str(model_path), "sha256": hashlib.sha256(blob).hexdigest()}
             writers.append(lambda tmp: tmp.write_bytes(blob))
         text = dumps_strict(json.loads(json.dumps(side, default=_json_default)), prog="margsynth synth", indent=2)
-        pair.commit(lambda tmp: synthetic.to_csv(tmp, index=False), lambda tmp: tmp.write_text(text), *writers)
+        table = encoder_of(report).to_text(synthetic)  # decimals, integers and null tokens as the input
+        pair.commit(lambda tmp: table.to_csv(tmp, index=False), lambda tmp: tmp.write_text(text), *writers)
     return side
 
 
 def check_save_model(save_model: str | None, mech, mechanism: str, out: Path, inputs: dict[str, Path]) -> Path | None:
     """``--save-model``'s path, after checking that ``mech`` will keep a model and that the path
     can be a new or replaced plain file other than an input, ``--out`` or its sidecar."""
-    from ..mechanisms.saved import PGM_MECHANISMS, unsavable_reason
-
     if save_model is None:
         return None
     reason = unsavable_reason(mech)
     if reason is not None:
         raise ValueError(
             f"--save-model: mechanism {mechanism!r} keeps no fitted Private-PGM model to save ({reason}); "
-            f"expected one of the mechanisms that generate with Private-PGM: {', '.join(PGM_MECHANISMS)}"
+            f"expected one of the mechanisms that generate with Private-PGM: {', '.join(pgm_mechanisms())}"
         )
     path = check_out(save_model, inputs, option="--save-model", sidecar=False)
     for other, what in ((out, "--out"), (sidecar_path(out), "--out's sidecar")):
@@ -370,18 +305,12 @@ def check_save_model(save_model: str | None, mech, mechanism: str, out: Path, in
 
 def model_bytes(result, info: dict, columns: list[str], encoder=None) -> bytes:
     """The bytes of the saved-model file of ``result`` (:meth:`SavedModel.write`)."""
-    import io
-
-    from ..mechanisms.saved import SavedModel
-
     buf = io.BytesIO()
     SavedModel.from_result(result, info=info, columns=columns, encoder=encoder).write(buf)
     return buf.getvalue()
 
 
 def _json_default(o):
-    from ..mechanisms.saved import json_default  # imported on use: the CLI starts without numpy
-
     return json_default(o)
 
 
@@ -402,6 +331,10 @@ def _main(args) -> int:
         save_model=args.save_model,
         preprocessing_share=args.preprocessing_share,
     )
+    if "preprocessing" in side:  # a raw table: what preprocessing did, column by column
+        print(f"preprocessing ({100 * side['preprocessing']['preprocessing_share']:.1f}% of the budget):")
+        for line in describe(side["preprocessing"]):
+            print(line)
     print(
         f"{args.mechanism}: {side['records']:,} synthetic records -> {args.out} "
         f"(epsilon spent {side['epsilon_spent']:.6g}, delta {side['delta']:.3g}, {side['wall_seconds']:.1f} s); "

@@ -24,6 +24,7 @@ from ..dataset import Dataset, _show
 from ..domain import Attribute, Domain
 from . import provenance
 from .fetch import DataUnavailableError, fetch, local_path
+from .loaders import read_csv_strict
 from .registry import dataset_info
 from .surrogate import surrogate_baltimore, surrogate_baltimore_synthetic
 
@@ -120,8 +121,6 @@ def read_count_file(path: str | Path, domain: Domain, key: pd.DataFrame | None =
     """
     path = Path(path)
     name = path.name
-    from .loaders import read_csv_strict
-
     try:
         frame = read_csv_strict(path)
     except ValueError as exc:

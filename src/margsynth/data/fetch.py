@@ -164,12 +164,21 @@ def fetch_file(entry: FileEntry, mirror: str | Path | None = None, force: bool =
 def fetch(
     names: Iterable[str] | None = None, mirror: str | Path | None = None, force: bool = False
 ) -> list[FetchReport]:
-    """Fetch every file of the named datasets (all registered ones by default)."""
+    """Fetch every file of the named datasets (all registered ones by default); a file that
+    several of them share (the NIST excerpts' data dictionary) is fetched and reported once."""
     reports = []
+    for entry in _entries(names):
+        reports.append(fetch_file(entry, mirror=mirror, force=force))
+    return reports
+
+
+def _entries(names: Iterable[str] | None) -> list[FileEntry]:
+    """The files of the named datasets (all by default), each once, in dataset order."""
+    seen: dict[str, FileEntry] = {}
     for name in names or dataset_names():
         for entry in dataset_info(name).files:
-            reports.append(fetch_file(entry, mirror=mirror, force=force))
-    return reports
+            seen.setdefault(entry.path, entry)
+    return list(seen.values())
 
 
 def require(name: str) -> dict[str, str]:
@@ -225,12 +234,11 @@ def verify(names: Iterable[str] | None = None) -> list[tuple[str, str]]:
     """Check every local file of the named datasets; returns (path, status)
     with status ``ok``, ``missing`` or ``MISMATCH expected .. got ..``."""
     out = []
-    for name in names or dataset_names():
-        for e in dataset_info(name).files:
-            loc = local_path(e)
-            if not loc.is_file():
-                out.append((e.path, "missing"))
-                continue
-            actual = _sha256(loc)
-            out.append((e.path, "ok" if actual == e.sha256 else f"MISMATCH expected {e.sha256} got {actual}"))
+    for e in _entries(names):
+        loc = local_path(e)
+        if not loc.is_file():
+            out.append((e.path, "missing"))
+            continue
+        actual = _sha256(loc)
+        out.append((e.path, "ok" if actual == e.sha256 else f"MISMATCH expected {e.sha256} got {actual}"))
     return out

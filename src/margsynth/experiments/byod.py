@@ -22,7 +22,7 @@ decimals, integers and empty cells; only the mechanism ever sees integer codes.
 
 Scoring reads the real table (the scores are not differentially private); both tables are
 encoded by one encoder resolved exactly from the real one
-(:func:`margsynth.metrics.raw_tables.encode_pair`).
+(:func:`margsynth.tabular.scoring.encode_pair`).
 """
 
 from __future__ import annotations
@@ -91,11 +91,19 @@ PROFILES: dict[str, dict[str, Any]] = {
 
 
 # ----------------------------------------------------------------------------- the walk
-def load_demo() -> pd.DataFrame:
-    """The demo table (verified by SHA-256, recorded in the run manifest) less :data:`DROPPED`."""
-    from ..data import load_raw
+#: The text the demo CSV writes a missing value as (it was exported from R).
+NULL_TOKENS = ("NA",)
 
-    return load_raw(DEMO).drop(columns=list(DROPPED))
+
+def load_demo() -> pd.DataFrame:
+    """The demo table (verified by SHA-256, recorded in the run manifest) less :data:`DROPPED`,
+    as values: its cells read as text, then numbers as numbers and ``NA`` (the CSV's null
+    token, :data:`NULL_TOKENS`) as a missing value, by a draft schema that knows the token."""
+    from ..data import load_raw
+    from ..tabular import draft_schema, values_frame
+
+    text = load_raw(DEMO).drop(columns=list(DROPPED))
+    return values_frame(text, draft_schema(text, null_tokens=NULL_TOKENS))
 
 
 def edit_schema(draft: dict[str, Any], edits: dict[str, dict[str, Any]] | None = None):
@@ -186,7 +194,7 @@ def bounds_table(report: dict[str, Any], raw: pd.DataFrame) -> pd.DataFrame:
         lo, hi = c["bounds"]
         x = pd.to_numeric(raw[c["name"]], errors="coerce").dropna()
         steps = {st["step"]: st for st in report["preprocessing"]["columns"][c["name"]]["steps"]}
-        rows.append({"column": c["name"], "bounds": "discovered" if steps["bounds"]["method"] != "given" else "given",
+        rows.append({"column": c["name"], "bounds": "discovered" if "range" in steps else "given",
                      "lo": lo, "hi": hi, "bins": len(c.get("cuts", [])) + 1, "real min": x.min(), "real max": x.max(),
                      "share clamped": float(((x < lo) | (x > hi)).mean())})  # fmt: skip
     return pd.DataFrame(rows)
@@ -207,8 +215,8 @@ def utility(
     """The scores of ``synthetic`` against ``raw`` (see the module docstring)."""
     from ..metrics.aemc import load_specs
     from ..metrics.mgd import mgd as mgd_score
-    from ..metrics.raw_tables import encode_pair
     from ..metrics.suite import evaluate
+    from ..tabular.scoring import encode_pair
 
     real_ds, synth_ds, encoder = encode_pair(raw, synthetic, schema)
     out = dict(evaluate(real_ds, synth_ds, ["tv-1way", "tv-2way"]))
@@ -230,8 +238,8 @@ def checks(raw: pd.DataFrame, synthetic: pd.DataFrame, schema: Any, *, pair: Seq
     """The utility bars a raw-table synthesis at ε = 1 should clear: the Spearman correlation of
     ``pair`` within 0.15 of the real one, every categorical column's 1-way total variation at
     most 0.05, every column's share of empty cells within 0.03 of the real one."""
-    from ..metrics.raw_tables import encode_pair
     from ..tabular import Schema
+    from ..tabular.scoring import encode_pair
 
     real_ds, synth_ds, _ = encode_pair(raw, synthetic, schema)
     rows = []

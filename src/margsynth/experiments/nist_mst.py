@@ -38,6 +38,7 @@ import pandas as pd
 
 from ..data import load
 from ..mechanisms.baselines import Independent
+from ..mechanisms.generators import PGMGenerator
 from ..mechanisms.mst import MST
 from ..mechanisms.nist_mst import NISTMST, contest_weights, mutual_information
 from ..metrics import nist2018
@@ -133,7 +134,7 @@ def mst_contest(domain, epsilon: float, iters: int) -> MST:
         initial_cliques=pairs,
         extra_cliques=(des,),
         clique_weights=tuple(zip(cl, w)),
-        iters=iters,
+        generator=PGMGenerator(iters=iters),
         conversion=CONVERSION,
     )
 
@@ -148,11 +149,11 @@ def run_one(mechanism: str, epsilon: float, seed: int, iters: int = 5000, delta:
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
     if mechanism == "NIST-MST":
-        res = NISTMST(iters=iters).run(priv, epsilon, delta, rng, public=pub)
+        res = NISTMST(generator=PGMGenerator(iters=iters)).run(priv, epsilon, delta, rng, public=pub)
     elif mechanism == "MST":
         res = mst_contest(priv.domain, epsilon, iters).run(priv, epsilon, delta, rng)
     elif mechanism == "Independent":
-        res = Independent(iters=min(iters, 1000), conversion=CONVERSION).run(priv, epsilon, delta, rng)
+        res = Independent(generator=PGMGenerator(iters=min(iters, 1000)), conversion=CONVERSION).run(priv, epsilon, delta, rng)
     else:
         raise ValueError(f"unknown mechanism {mechanism!r}; expected one of {MECHANISMS}")
     seconds = time.perf_counter() - t0

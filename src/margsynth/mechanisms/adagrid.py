@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -57,9 +56,10 @@ import scipy.sparse as sp
 from ..dataset import Dataset
 from ..domain import Domain
 from ..privacy import BudgetLedger, NoisyMarginal, NoisyMarginals
-from .base import NO_RNG, SynthesisResult, check_generator, check_marginals_fit, check_records, check_run_inputs
+from ..timing import timed
+from .base import Mechanism, SynthesisResult, check_generator, check_marginals_fit, check_records
 from .generators import Generator, PGMGenerator
-from .saved import pgm_sampler
+from .sampler import pgm_sampler
 
 __all__ = [
     "DEFAULT_OUTER",
@@ -396,8 +396,13 @@ def measure_rounds(
 
 
 # ----------------------------------------------------------------------------- the mechanism
+def _agm_pgm() -> Generator:
+    """AGM's post-processing: Private-PGM, 1,000 iterations."""
+    return PGMGenerator(iters=1000)
+
+
 @dataclass(frozen=True)
-class AdaptiveGrid:
+class AdaptiveGrid(Mechanism):
     """The adaptive-granularity mechanism (AGM, all sections; docs/notes/adaptive_grid.md).
 
     The budget split is uniform: every marginal of the closure is one Gaussian
@@ -415,8 +420,6 @@ class AdaptiveGrid:
         ``threshold * sigma`` (module docstring).
     queries:
         ``"adaptive"`` (AGM) or ``"identity"`` (same marginals and budget, ``Q = I``).
-    iters:
-        Private-PGM mirror-descent iterations.
     person_column:
         Attribute of the data's domain holding the person id (dropped before
         synthesis); alternatively pass ``person_ids=`` to :meth:`run`.
@@ -424,7 +427,7 @@ class AdaptiveGrid:
         Name used to look up default marginals.
     generator:
         The GENERATE step (:mod:`.generators`; it must take non-identity queries):
-        ``None`` is ``PGMGenerator(iters=iters)``.
+        by default Private-PGM, ``PGMGenerator(iters=1000)`` (AGM "Post-processing").
     synthetic_records:
         Number of synthetic records (default ``None``: the model's estimated total).
     """
@@ -433,17 +436,14 @@ class AdaptiveGrid:
     clip: float = 1.0
     threshold: float = 1.0
     queries: str = "adaptive"
-    iters: int = 1000
     person_column: str | None = None
     dataset: str = ""
     extras_model: bool = field(default=False, compare=False)
-    generator: Generator | None = None
+    generator: Generator = field(default_factory=_agm_pgm)
     synthetic_records: int | None = None
 
-    @property
-    def generator_(self) -> Generator:
-        """The generator GENERATE uses: ``generator``, or Private-PGM with ``iters`` (AGM "Post-processing")."""
-        return PGMGenerator(iters=int(self.iters)) if self.generator is None else self.generator
+    name = "adagrid"
+    currency = "gdp"  # μ-GDP Gaussian measurements composed by Dong et al. Cor. 3.3 (AGM "Noise calibration")
 
     def __post_init__(self) -> None:
         _check_clip(self.clip)
@@ -452,9 +452,7 @@ class AdaptiveGrid:
         t = self.threshold
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
             raise ValueError(f"threshold must be a finite number, got {t!r}")
-        if isinstance(self.iters, bool) or int(self.iters) != self.iters or self.iters < 0:
-            raise ValueError(f"iters must be a non-negative integer, got {self.iters!r}")
-        check_generator(self.generator)
+        check_generator(self.generator, allow_none=False)
         check_records(self.synthetic_records)
         if self.marginals is not None:
             if isinstance(self.marginals, (str, bytes)):
@@ -475,25 +473,21 @@ class AdaptiveGrid:
         Cor. 2.13), ``mu`` the GDP budget of :meth:`BudgetLedger.from_dp` (the largest
         ``mu(eps, delta)`` less its calibration margin; cf.
         :func:`~margsynth.privacy.accounting.gdp_sigma`)."""
-        mu = BudgetLedger.from_dp(epsilon, delta, currency="gdp").total
-        return bound * math.sqrt(int(measurements)) / mu
+        return bound * math.sqrt(int(measurements)) / self.budget(epsilon, delta).total
 
     # ------------------------------------------------------------------ validate
-    def validate(
+    def check(
         self,
         data: Dataset,
-        epsilon: float,
-        delta: float,
+        budget: BudgetLedger,
         *,
-        rng: Any = NO_RNG,
         person_ids: np.ndarray | Sequence | None = None,
         **kwargs: Any,
     ) -> None:
-        """Every check of :meth:`run` — privacy parameters, rng, data, person ids, the
-        marginals' attribute names — before any noise (``ValueError`` on bad input)."""
+        """The adaptive grid's own checks — weights, person ids, the marginals' attribute
+        names and sizes — before any noise (``ValueError`` on bad input)."""
         if kwargs:
             raise ValueError(f"unexpected keyword argument(s) {sorted(kwargs)}")
-        check_run_inputs(data, epsilon, delta, rng)
         if data.weights is not None:
             raise ValueError("data already carries record weights; the adaptive grid sets its own clipping weights")
         domain = data.domain
@@ -508,17 +502,16 @@ class AdaptiveGrid:
         check_records(self.synthetic_records, columns=len(domain))
 
     # ------------------------------------------------------------------ run
-    def run(
+    def synthesize(
         self,
         data: Dataset,
-        epsilon: float,
-        delta: float,
         rng: np.random.Generator,
+        budget: BudgetLedger,
         *,
         person_ids: np.ndarray | Sequence | None = None,
-        **kwargs: Any,
+        **_: Any,
     ) -> SynthesisResult:
-        """Synthesize ``data`` under (epsilon, delta)-DP; see the class docstring.
+        """Synthesize ``data`` spending the GDP ``budget``; see the class docstring.
 
         ``person_ids`` (or the ``person_column`` attribute) turns on per-person
         clipping; without them each record is its own person. ``extras`` carry
@@ -526,39 +519,35 @@ class AdaptiveGrid:
         range), ``measurements`` (per marginal), ``sensitivity`` (the run-time
         column-norm check), ``sigma``, ``mu`` and ``marginals`` (the closure).
         """
-        self.validate(data, epsilon, delta, rng=rng, person_ids=person_ids, **kwargs)
         times: dict[str, float] = {}
-        t0 = time.perf_counter()
-        # -- preprocess: person ids and clipping weights (AGM "Data preprocessing")
-        if self.person_column is not None:
-            person_ids = np.asarray(data.column(self.person_column))
-            data = data.project([a for a in data.domain.names if a != self.person_column])
-        has_ids = person_ids is not None
-        weights = clipping_weights(person_ids, self.clip, len(data))
-        bound = contribution_bound(self.clip, has_ids)
-        weighted = Dataset._trusted(data.codes, data.domain, weights if np.any(weights != 1.0) else None)
-        # -- SELECT (public: outer sets given by the caller or the schema)
-        cliques = self.select(data.domain)
-        times["select"] = time.perf_counter() - t0
+        with timed(times, "select"):
+            # -- preprocess: person ids and clipping weights (AGM "Data preprocessing")
+            if self.person_column is not None:
+                person_ids = np.asarray(data.column(self.person_column))
+                data = data.project([a for a in data.domain.names if a != self.person_column])
+            has_ids = person_ids is not None
+            weights = clipping_weights(person_ids, self.clip, len(data))
+            bound = contribution_bound(self.clip, has_ids)
+            weighted = Dataset._trusted(data.codes, data.domain, weights if np.any(weights != 1.0) else None)
+            # -- SELECT (public: outer sets given by the caller or the schema)
+            cliques = self.select(data.domain)
         # -- MEASURE (rounds k = 1..K, GDP ledger)
-        t1 = time.perf_counter()
-        ledger = BudgetLedger.from_dp(epsilon, delta, currency="gdp")
-        sigma = bound * math.sqrt(len(cliques)) / ledger.total  # = self.noise_scale(...)
-        measured = measure_rounds(
-            weighted, cliques, sigma=sigma, bound=bound, rng=rng, ledger=ledger, threshold=self.threshold,
-            queries=self.queries,
-        )  # fmt: skip
-        times["measure"] = time.perf_counter() - t1
+        ledger = budget
+        with timed(times, "measure"):
+            sigma = bound * math.sqrt(len(cliques)) / ledger.total  # = self.noise_scale(...)
+            measured = measure_rounds(
+                weighted, cliques, sigma=sigma, bound=bound, rng=rng, ledger=ledger, threshold=self.threshold,
+                queries=self.queries,
+            )  # fmt: skip
         # -- GENERATE (Private-PGM on the sparse measurements, then records)
-        t2 = time.perf_counter()
-        noisy = NoisyMarginals(
-            NoisyMarginal(m.query.clique, m.y, m.sigma, query=None if m.query.n_aggregate == 0 else m.query.matrix)
-            for m in measured
-        )
-        out = self.generator_.generate(data.domain, noisy, rng, records=self.synthetic_records, sep="x")
-        synth = out.synthetic
-        model = out.extras.get("model")
-        times["generate"] = time.perf_counter() - t2
+        with timed(times, "generate"):
+            noisy = NoisyMarginals(
+                NoisyMarginal(m.query.clique, m.y, m.sigma, query=None if m.query.n_aggregate == 0 else m.query.matrix)
+                for m in measured
+            )
+            out = self.generator.generate(data.domain, noisy, rng, records=self.synthetic_records, sep="x")
+            synth = out.synthetic
+            model = out.extras.get("model")
         rounds = _round_table(measured)
         extras: dict[str, Any] = {
             "marginals": cliques,
@@ -598,7 +587,7 @@ class AdaptiveGrid:
             extras["model"] = model
         params = asdict(self)
         params.pop("extras_model", None)
-        params["generator"] = {"name": self.generator_.name, **asdict(self.generator_)}
+        params["generator"] = {"name": self.generator.name, **asdict(self.generator)}
         name = "adagrid" if self.queries == "adaptive" else "adagrid-identity"
         return SynthesisResult.from_ledger(synth, name, params, ledger, times, extras, sampler=pgm_sampler(out.extras))
 

@@ -25,7 +25,7 @@ closure of ``W``; candidate ``r`` has weight ``w_r = Σ_{s∈W} |r ∩ s|`` (AIM
    - re-fit Private-PGM, warm-started from the last model;
    - **anneal**: if the model's answer on the new marginal moved by less than the
      expected noise ``sqrt(2/π) σ n_r`` in L1, halve σ and double ε.
-4. **GENERATE**: a final fit (``final_iters``) and Algorithms 7–8 of the NIST-MST paper.
+4. **GENERATE**: a final fit (its ``generator``, 500 iterations by default) and Algorithms 7–8 of the NIST-MST paper.
 
 Every selection and measurement is charged to the ledger before its noise is drawn.
 """
@@ -34,32 +34,38 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from ..dataset import Dataset
 from ..domain import Domain
-from ..inference.pgm import GraphicalModel, estimate, junction_tree_size, kernels, splice_clique
-from ..inference.pgm.estimation import single_threaded_blas
+from ..inference.pgm import (
+    GraphicalModel,
+    estimate,
+    from_noisy_marginals,
+    junction_tree_size,
+    kernels,
+    single_threaded_blas,
+    splice_clique,
+)
 from ..inference.pgm.factor import align
 from ..inference.pgm.junction_tree import BYTES_PER_CELL
 from ..privacy import BudgetLedger, NoisyMarginal, NoisyMarginals, exponential_mechanism, gaussian_mechanism
+from ..privacy.accounting import exponential_epsilon, gaussian_sigma
+from ..timing import Stopwatch, timed
 from .base import (
-    NO_RNG,
+    Mechanism,
     SynthesisResult,
     check_conversion,
     check_generator,
     check_marginals_fit,
     check_positive_int,
     check_records,
-    check_run_inputs,
 )
 from .generators import Generator, PGMGenerator
-from .saved import pgm_sampler
+from .sampler import pgm_sampler
 
 __all__ = ["AIM", "all_kway", "workload_candidates"]
 
@@ -99,8 +105,13 @@ def workload_candidates(
     return {r: math.fsum(w[a] for a in r) for r in cands}
 
 
+def _final_pgm() -> Generator:
+    """AIM's GENERATE: a final Private-PGM fit of 500 accelerated iterations (class docstring)."""
+    return PGMGenerator(iters=500)
+
+
 @dataclass(frozen=True)
-class AIM:
+class AIM(Mechanism):
     """AIM with the published defaults.
 
     Parameters
@@ -112,8 +123,9 @@ class AIM:
         ``T`` (default ``16 · d``).
     max_model_size:
         Junction-tree size cap in MB (default 80).
-    iters, final_iters:
-        Private-PGM iterations per round (250) and for the final model (500), of the
+    iters, generator.iters:
+        Private-PGM iterations per round (250) and of the final fit (500, the default
+        generator's; CLI ``-p generator.iters=N``), of the
         accelerated descent (:func:`~margsynth.inference.pgm.estimate`). The authors' code
         runs 1,000 and 2,500 iterations of *plain* mirror descent (Private-PGM's default
         engine); from the same warm start our descent reaches the loss of those 1,000 in
@@ -124,7 +136,7 @@ class AIM:
     conversion:
         zCDP → (ε, δ) conversion for ρ (``"cks"``, as the authors; or ``"prop4"``).
     generator:
-        The GENERATE step (:mod:`.generators`); ``None``: ``PGMGenerator(iters=final_iters)``
+        The GENERATE step (:mod:`.generators`); default ``PGMGenerator(iters=500)``,
         warm-started from the last round's model, as AIM. A certified final fit:
         ``create("aim", method="interior_point")`` (CLI: ``-p method=interior_point``) fits
         the final model to its optimum (:func:`~margsynth.inference.pgm.estimate`), gap/loss
@@ -152,25 +164,22 @@ class AIM:
         (see :func:`~margsynth.inference.pgm.estimate`); ``None`` (default): all
         ``iters``, as AIM. Both change the fits, hence the annealing decisions and the
         selections (docs/notes/aim.md).
-    final_rtol:
-        The same for the final fit (GENERATE, default Private-PGM generator only);
-        ``None`` (default): all ``final_iters``.
+        The final fit's stopping rules are its generator's (``-p rtol=...``,
+        ``-p gap_tol=...``).
     """
 
     workload: tuple | None = None
     rounds: int | None = None
     max_model_size: float = 80.0
     iters: int = 250
-    final_iters: int = 500
     conversion: str = "cks"
     synthetic_records: int | None = None
     verbose: bool = False
     alpha: float = ALPHA
-    generator: Generator | None = None
+    generator: Generator = field(default_factory=_final_pgm)
     incremental: bool = True
     round_gap_tol: float | None = None
     round_rtol: float | None = None
-    final_rtol: float | None = None
 
     name = "aim"
 
@@ -183,17 +192,16 @@ class AIM:
             raise ValueError(f"rounds must be a positive integer, got {self.rounds!r}")
         if not (math.isfinite(self.max_model_size) and self.max_model_size > 0):
             raise ValueError(f"max_model_size must be > 0 (MB), got {self.max_model_size!r}")
-        for f in ("iters", "final_iters"):
-            check_positive_int(f, getattr(self, f))
+        check_positive_int("iters", self.iters)
         check_conversion(self.conversion)
         check_records(self.synthetic_records)
-        check_generator(self.generator)
+        check_generator(self.generator, allow_none=False)
         a = self.alpha
         if isinstance(a, bool) or not isinstance(a, (int, float)) or not 0 < a < 1:
             raise ValueError(f"alpha (measurement share of each round) must be in (0, 1), got {a!r}")
         if not isinstance(self.incremental, bool):
             raise ValueError(f"incremental must be True or False, got {self.incremental!r}")
-        for f in ("round_gap_tol", "round_rtol", "final_rtol"):
+        for f in ("round_gap_tol", "round_rtol"):
             g = getattr(self, f)
             if g is not None and (
                 isinstance(g, bool) or not isinstance(g, (int, float)) or not math.isfinite(g) or g < 0
@@ -208,24 +216,14 @@ class AIM:
             "rounds": self.rounds,
             "max_model_size": self.max_model_size,
             "iters": self.iters,
-            "final_iters": self.final_iters,
             "conversion": self.conversion,
             "synthetic_records": self.synthetic_records,
             "alpha": self.alpha,
-            "generator": {"name": self.generator_.name, **asdict(self.generator_)},
+            "generator": {"name": self.generator.name, **asdict(self.generator)},
             "incremental": self.incremental,
             "round_gap_tol": self.round_gap_tol,
             "round_rtol": self.round_rtol,
-            "final_rtol": self.final_rtol,
         }
-
-    @property
-    def generator_(self) -> Generator:
-        """The generator GENERATE uses: ``generator``, or Private-PGM with ``final_iters``
-        (on the fast path stopping when the loss stalls, ``final_rtol``)."""
-        if self.generator is not None:
-            return self.generator
-        return PGMGenerator(iters=self.final_iters, rtol=self.final_rtol if self.incremental else None)
 
     def compiled_workload(self, domain: Domain) -> list[tuple[tuple[str, ...], float]]:
         """The workload as validated ``(clique, weight)`` pairs (``ValueError`` on unknown attributes)."""
@@ -247,11 +245,8 @@ class AIM:
             raise ValueError("workload is empty")
         return out
 
-    def validate(
-        self, data: Dataset, epsilon: float, delta: float, *, rng: Any = NO_RNG, **_: object
-    ) -> None:
-        """All checks of :meth:`run` (privacy parameters, rng, data, workload, rounds), before any noise."""
-        check_run_inputs(data, epsilon, delta, rng)
+    def check(self, data: Dataset, budget: BudgetLedger, **_: object) -> None:
+        """AIM's own checks (workload, rounds, sizes), before any noise."""
         check_marginals_fit(data.domain, [c for c, _ in self.compiled_workload(data.domain)], "workload marginal")
         check_records(self.synthetic_records, columns=len(data.domain))
         T = self.rounds or 16 * len(data.domain)
@@ -259,17 +254,17 @@ class AIM:
             # the d one-way measurements alone cost d * 0.9 rho / T: T < d leaves nothing for the rounds
             raise ValueError(f"rounds must be >= the number of attributes ({len(data.domain)}), got {T}")
 
-    def run(
-        self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, **kw: object
+    def synthesize(
+        self, data: Dataset, rng: np.random.Generator, budget: BudgetLedger, **_: object
     ) -> SynthesisResult:
-        self.validate(data, epsilon, delta, rng=rng, **kw)
+        """AIM (Alg. 2 of the AIM paper; module docstring) spending ``budget``."""
         dom = data.domain
         workload = self.compiled_workload(dom)
         if self.incremental:
             kernels.load()  # dozens of fits and thousands of triangulations: all compiled
-        t0 = time.perf_counter()
+        clock = Stopwatch()
         times: dict[str, float] = {"select": 0.0, "estimate": 0.0}
-        ledger = BudgetLedger.from_dp(epsilon, delta, conversion=self.conversion)
+        ledger = budget
         rho = ledger.total
         T = self.rounds or 16 * len(dom)
         candidates = workload_candidates(dom, workload)
@@ -283,8 +278,8 @@ class AIM:
             table = data.marginal(c, flatten=True)
             answers[c] = _Counts(table, tuple(dom[a].size for a in c)) if self.incremental else (
                 table.astype(np.int32 if small_counts else np.float64))  # fmt: skip
-        sigma = math.sqrt(T / (2 * self.alpha * rho))
-        eps = math.sqrt(8 * (1 - self.alpha) * rho / T)
+        sigma = gaussian_sigma(self.alpha * rho / T)
+        eps = exponential_epsilon((1 - self.alpha) * rho / T)
 
         # MEASURE the one-way marginals
         noisy: list[NoisyMarginal] = []
@@ -294,9 +289,8 @@ class AIM:
             y = gaussian_mechanism(x, sigma=sigma, l2_sensitivity=1.0, rng=rng, ledger=ledger, label=f"measure ({a},)")
             noisy.append(NoisyMarginal((a,), y, sigma))
             measured.append((a,))
-        te = time.perf_counter()
-        model = estimate(dom, NoisyMarginals(noisy).measurements(), iters=self.iters)
-        times["estimate"] += time.perf_counter() - te
+        with timed(times, "estimate"):
+            model = estimate(dom, from_noisy_marginals(noisy), iters=self.iters)
 
         trace = []
         structure: list[tuple[str, ...]] = []  # extra cliques of the model (incremental path)
@@ -307,37 +301,36 @@ class AIM:
             t += 1
             if ledger.remaining < 2 * (0.5 / sigma**2 + eps**2 / 8):
                 rem = ledger.remaining
-                sigma = math.sqrt(1 / (2 * self.alpha * rem))
-                eps = math.sqrt(8 * (1 - self.alpha) * rem)
+                sigma = gaussian_sigma(self.alpha * rem)
+                eps = exponential_epsilon((1 - self.alpha) * rem)
                 terminate = True
             spent_after = ledger.spent + eps**2 / 8 + 0.5 / sigma**2
             size_limit = self.max_model_size * spent_after / rho
 
             # SELECT
-            ts = time.perf_counter()
-            if self.incremental:
-                small, spliced = self._filter_incremental(dom, candidates, model, size_limit, splice_cache)
-                project = _RoundMarginals(model)
-            else:
-                small, spliced = self._filter(dom, candidates, measured, model, size_limit), {}
-                project = model.project
-            keys = list(small)
-            wts = np.array([small[c] for c in keys])
-            sens = float(np.max(np.abs(wts))) if wts.size else 1.0
-            if sens <= 0:
-                sens = 1.0
-            bias = math.sqrt(2 / math.pi) * sigma
-            if self.incremental:
-                with single_threaded_blas():  # small contractions: BLAS threads would only spin
-                    err = project.l1_errors(keys, answers)
-            else:
-                err = np.array([np.abs(answers[c] - project(c).ravel()).sum() for c in keys])
-            q = wts * (err - bias * np.array([cells[c] for c in keys], dtype=np.float64))
-            idx = exponential_mechanism(
-                q, epsilon=eps, sensitivity=sens, rng=rng, ledger=ledger, label=f"select round {t}"
-            )
-            cl = keys[idx]
-            times["select"] += time.perf_counter() - ts
+            with timed(times, "select"):
+                if self.incremental:
+                    small, spliced = self._filter_incremental(dom, candidates, model, size_limit, splice_cache)
+                    project = _RoundMarginals(model)
+                else:
+                    small, spliced = self._filter(dom, candidates, measured, model, size_limit), {}
+                    project = model.project
+                keys = list(small)
+                wts = np.array([small[c] for c in keys])
+                sens = float(np.max(np.abs(wts))) if wts.size else 1.0
+                if sens <= 0:
+                    sens = 1.0
+                bias = math.sqrt(2 / math.pi) * sigma
+                if self.incremental:
+                    with single_threaded_blas():  # small contractions: BLAS threads would only spin
+                        err = project.l1_errors(keys, answers)
+                else:
+                    err = np.array([np.abs(answers[c] - project(c).ravel()).sum() for c in keys])
+                q = wts * (err - bias * np.array([cells[c] for c in keys], dtype=np.float64))
+                idx = exponential_mechanism(
+                    q, epsilon=eps, sensitivity=sens, rng=rng, ledger=ledger, label=f"select round {t}"
+                )
+                cl = keys[idx]
 
             # MEASURE
             n_cl = cells[cl]
@@ -353,17 +346,16 @@ class AIM:
             noisy.append(NoisyMarginal(cl, y, sigma))
             measured.append(cl)
             z = project(cl).ravel()
-            te = time.perf_counter()
-            measurements = NoisyMarginals(noisy).measurements()
-            if self.incremental:
-                structure = self._structure(dom, measured, structure, spliced.get(cl))
-                model = estimate(
-                    dom, measurements, iters=self.iters, warm_start=model, extra_cliques=structure,
-                    gap_tol=self.round_gap_tol, rtol=self.round_rtol,
-                )  # fmt: skip
-            else:
-                model = estimate(dom, measurements, iters=self.iters, warm_start=model)
-            times["estimate"] += time.perf_counter() - te
+            with timed(times, "estimate"):
+                measurements = from_noisy_marginals(noisy)
+                if self.incremental:
+                    structure = self._structure(dom, measured, structure, spliced.get(cl))
+                    model = estimate(
+                        dom, measurements, iters=self.iters, warm_start=model, extra_cliques=structure,
+                        gap_tol=self.round_gap_tol, rtol=self.round_rtol,
+                    )  # fmt: skip
+                else:
+                    model = estimate(dom, measurements, iters=self.iters, warm_start=model)
             w = model.project(cl).ravel()
             annealed = bool(np.abs(w - z).sum() <= math.sqrt(2 / math.pi) * sigma * n_cl)
             trace.append(
@@ -378,13 +370,13 @@ class AIM:
                     "annealed": annealed,
                     "iterations": int(model.stats["iterations"]),
                     "gap": float(model.stats["gap"]),
-                    "seconds": time.perf_counter() - t0,
+                    "seconds": clock.elapsed(),
                 }
             )
             if self.verbose:
                 print(
                     f"AIM round {t}: {cl} cells={n_cl} sigma={sigma:.3g} used={ledger.spent / rho:.3f} "
-                    f"model={model.size_mb:.2f}MB {'anneal' if annealed else ''} t={time.perf_counter() - t0:.1f}s",
+                    f"model={model.size_mb:.2f}MB {'anneal' if annealed else ''} t={clock.elapsed():.1f}s",
                     flush=True,
                 )
             if annealed and not terminate:
@@ -393,14 +385,13 @@ class AIM:
 
         # GENERATE (by default a final Private-PGM fit, warm-started, on the incremental path
         # over the last round's structure, and Algorithms 7-8)
-        tg = time.perf_counter()
-        marginals = NoisyMarginals(noisy)
-        out = self.generator_.generate(
-            dom, marginals, rng, records=self.synthetic_records, warm_start=model, extra_cliques=structure
-        )
+        with timed(times, "generate"):
+            marginals = NoisyMarginals(noisy)
+            out = self.generator.generate(
+                dom, marginals, rng, records=self.synthetic_records, warm_start=model, extra_cliques=structure
+            )
         model = out.extras.get("model")
-        times["generate"] = time.perf_counter() - tg
-        times["total"] = time.perf_counter() - t0
+        times["total"] = clock.elapsed()
         return SynthesisResult.from_ledger(
             out.synthetic,
             self.name,

@@ -1,24 +1,35 @@
-"""What every synthetic-data mechanism returns, and the protocol it follows.
+"""What every synthetic-data mechanism is, what it returns, and the checks it shares.
 
-A mechanism is a frozen dataclass of hyperparameters with two methods::
+A mechanism is a frozen dataclass of hyperparameters (its budget split held in named
+fields) that subclasses :class:`Mechanism`, and spends a budget it is handed::
 
     mech = MST()
-    mech.validate(data, epsilon=1.0, delta=1e-9)          # all checks, no noise
-    result = mech.run(data, epsilon=1.0, delta=1e-9, rng=np.random.default_rng(0))
+    ledger = BudgetLedger.from_dp(1.0, 1e-9, conversion=mech.conversion)
+    result = mech.run(data, rng=np.random.default_rng(0), budget=ledger)
+    # or, the thin wrapper that opens that ledger itself:
+    result = mech.run(data, 1.0, 1e-9, np.random.default_rng(0))
 
-``validate(data, epsilon, delta, **kw)`` makes every check the run needs — the shared
-ones of :func:`check_run_inputs` first, then the mechanism's own (attribute names,
-workloads, sizes) — and raises ``ValueError`` naming the argument, its value and what
-was expected; it draws no noise and charges nothing. ``run(data, epsilon, delta, rng,
-**kw)`` starts with ``self.validate(data, epsilon, delta, rng=rng, **kw)``; its body
-reads SELECT / MEASURE / GENERATE, with the split of the budget held in named fields of
-the dataclass; it charges every noisy step to a budget ledger (``margsynth.privacy``)
-before drawing its noise, and ends with :meth:`SynthesisResult.from_ledger`, which
-reports the (epsilon, delta) the ledger says was spent.
+The budget is a :class:`~margsynth.privacy.BudgetLedger` in the currency the mechanism
+declares (:attr:`Mechanism.currency`: zCDP ρ, or GDP μ for the adaptive grid), with no
+charge on it yet — a fresh ledger, or a sub-budget of a larger run's ledger
+(:meth:`~margsynth.privacy.BudgetLedger.sub`: the raw-table path spends its preprocessing
+on the run's ledger and hands the rest on). ``run(data, epsilon, delta, rng)`` builds the
+ledger :meth:`Mechanism.budget` opens for (ε, δ) and runs on it.
+
+``validate(data, epsilon, delta | budget=..., rng=..., **kw)`` makes every check the run
+needs — the budget's, the shared ones of :func:`check_run_inputs`, then the mechanism's own
+(:meth:`Mechanism.check`: attribute names, workloads, sizes) — and raises ``ValueError``
+naming the argument, its value and what was expected; it draws no noise and charges
+nothing. ``run`` validates first, then calls :meth:`Mechanism.synthesize`, whose body reads
+SELECT / MEASURE / GENERATE; it charges every noisy step to the ledger before drawing its
+noise, and ends with :meth:`SynthesisResult.from_ledger`, which reports the (epsilon, delta)
+the ledger says was spent. The number of records to synthesize is the field
+``synthetic_records`` of every mechanism (``None``: the generator's estimate).
 
 The GENERATE step is a pluggable generator object (:mod:`.generators`:
-``PGMGenerator``, ``GUMGenerator``, ``PrivPGDGenerator``) that turns one
-:class:`~margsynth.privacy.NoisyMarginals` into a synthetic :class:`Dataset`.
+``PGMGenerator``, ``GUMGenerator``, ``PrivPGDGenerator``), held in the mechanism's
+``generator`` field, that turns one :class:`~margsynth.privacy.NoisyMarginals` into a
+synthetic :class:`Dataset`.
 """
 
 from __future__ import annotations
@@ -26,12 +37,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ..dataset import Dataset
 from ..domain import Domain
+from ..privacy import BudgetLedger
 from ..privacy.accounting import CONVERSIONS
 
 __all__ = [
@@ -47,7 +59,13 @@ __all__ = [
     "check_records",
     "check_privacy_params",
     "check_run_inputs",
+    "check_seed",
 ]
+
+
+#: Default of ``validate(..., rng=NO_RNG)``: no generator given yet (the CLI validates
+#: before it makes one); ``run`` always passes its ``rng``, which is then checked.
+NO_RNG: Any = object()
 
 
 @dataclass
@@ -61,7 +79,7 @@ class SynthesisResult:
     seconds: dict[str, float] = field(default_factory=dict)  # per phase
     extras: dict[str, Any] = field(default_factory=dict)  # selected cliques, model, traces...
     # The fitted generative model that draws more records at no privacy cost
-    # (:class:`~margsynth.mechanisms.saved.PGMSampler`), None when the run keeps none.
+    # (:class:`~margsynth.mechanisms.sampler.PGMSampler`), None when the run keeps none.
     sampler: Any = None
 
     @classmethod
@@ -79,7 +97,7 @@ class SynthesisResult:
         (a :class:`~margsynth.privacy.BudgetLedger`): the (ε, δ) reported are the
         ones the ledger says were spent, its charges become ``ledger`` and its
         summary ``extras["ledger"]``. ``sampler``: the run's fitted generative model
-        (:func:`~margsynth.mechanisms.saved.pgm_sampler`), if it keeps one."""
+        (:func:`~margsynth.mechanisms.sampler.pgm_sampler`), if it keeps one."""
         eps, delta = ledger.spent_dp()
         extras = {**(extras or {}), "ledger": ledger.to_dict()}
         return cls(
@@ -106,23 +124,101 @@ class SynthesisResult:
         return out
 
 
-class Mechanism(Protocol):
-    """The mechanism protocol: a frozen dataclass of hyperparameters (its budget split in
-    named fields) with :meth:`validate` and :meth:`run` (see the module docstring)."""
+class Mechanism:
+    """Base of every mechanism: a frozen dataclass of hyperparameters that spends a budget
+    it is handed (module docstring). A subclass sets :attr:`name`, declares its
+    :attr:`currency` (and a ``conversion`` field where the user chooses one), and defines
+    :meth:`check` (its own validation) and :meth:`synthesize` (SELECT / MEASURE / GENERATE
+    on the ledger it is given). ``currency`` (class attribute): the ledger currency it
+    spends, ``"zcdp"`` (ρ, the default) or ``"gdp"`` (μ); ``conversion``: the zCDP → (ε, δ)
+    conversion of the ledger :meth:`budget` opens (``"prop4"``, or a field of the mechanism)."""
 
     name: ClassVar[str]
+    # The ledger currency the mechanism spends: "zcdp" (rho) or "gdp" (mu).
+    currency: ClassVar[str] = "zcdp"
+    # The zCDP -> (epsilon, delta) conversion of the ledger budget() opens (a mechanism whose
+    # users choose it has a ``conversion`` field instead).
+    conversion: ClassVar[str] = "prop4"
 
-    def validate(self, data: Dataset, epsilon: float, delta: float, **kwargs: Any) -> None:
-        """Every check :meth:`run` makes, without drawing noise or charging a ledger;
-        ``ValueError`` naming the argument, its value and what was expected."""
-        ...
+    def budget(self, epsilon: float, delta: float) -> BudgetLedger:
+        """The ledger ``run(data, epsilon, delta, rng)`` spends: the largest budget in
+        :attr:`currency` that is (ε, δ)-DP (:meth:`BudgetLedger.from_dp`)."""
+        check_privacy_params(epsilon, delta)
+        return BudgetLedger.from_dp(epsilon, delta, currency=self.currency, conversion=self.conversion)
+
+    def ledger(self, epsilon: Any = None, delta: Any = None, budget: Any = None) -> BudgetLedger:
+        """The ledger a run spends: ``budget`` checked (a :class:`BudgetLedger` in
+        :attr:`currency` with no charge on it yet), or :meth:`budget` of ``(epsilon, delta)``
+        when no ``budget`` is given; ``ValueError`` naming what is wrong. Charges nothing."""
+        if budget is None:
+            return self.budget(epsilon, delta)
+        if epsilon is not None or delta is not None:
+            raise ValueError(
+                f"budget: given both a budget and (epsilon, delta)=({epsilon!r}, {delta!r}); give one of them"
+            )
+        if not isinstance(budget, BudgetLedger):
+            raise ValueError(f"budget must be a BudgetLedger, got {type(budget).__name__}")
+        if budget.currency != self.currency:
+            raise ValueError(
+                f"budget: {type(self).__name__} spends a {self.currency} budget, got a {budget.currency} ledger "
+                f"(e.g. ledger.sub(cost, label, currency={self.currency!r}))"
+            )
+        if budget.entries:
+            raise ValueError(
+                f"budget: the ledger already has {len(budget.entries)} charge(s); hand the mechanism a fresh "
+                "budget (ledger.sub(ledger.remaining, label))"
+            )
+        return budget
+
+    def validate(
+        self,
+        data: Dataset,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        *,
+        budget: BudgetLedger | None = None,
+        rng: Any = NO_RNG,
+        **kwargs: Any,
+    ) -> None:
+        """Every check :meth:`run` makes — the budget (:meth:`ledger`), the shared inputs
+        (:func:`check_run_inputs`), then the mechanism's own (:meth:`check`) — without
+        drawing noise or charging a ledger; ``ValueError`` naming the argument, its value
+        and what was expected."""
+        ledger = self.ledger(epsilon, delta, budget)
+        check_run_inputs(data, rng)
+        self.check(data, ledger, **kwargs)
 
     def run(
-        self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, **kwargs: Any
+        self,
+        data: Dataset,
+        epsilon: Any = None,
+        delta: float | None = None,
+        rng: np.random.Generator | None = None,
+        *,
+        budget: BudgetLedger | None = None,
+        **kwargs: Any,
     ) -> SynthesisResult:
-        """``self.validate(...)``, then SELECT / MEASURE / GENERATE, then
-        :meth:`SynthesisResult.from_ledger`."""
-        ...
+        """Synthesize ``data`` spending ``budget`` — ``run(data, rng, budget=ledger)`` — or
+        the ledger of (ε, δ) — ``run(data, epsilon, delta, rng)``; :meth:`validate` first,
+        then :meth:`synthesize`. ``kwargs`` are the mechanism's run arguments (e.g.
+        ``public=`` of NIST-MST, ``device=`` of the torch mechanisms)."""
+        if budget is not None and isinstance(epsilon, np.random.Generator) and delta is None and rng is None:
+            epsilon, rng = None, epsilon  # the form run(data, rng, budget=ledger)
+        ledger = self.ledger(epsilon, delta, budget)
+        check_run_inputs(data, rng)
+        self.check(data, ledger, **kwargs)
+        return self.synthesize(data, rng, ledger, **kwargs)
+
+    def check(self, data: Dataset, budget: BudgetLedger, **kwargs: Any) -> None:
+        """The mechanism's own checks (beyond :func:`check_run_inputs`), before any noise."""
+        if kwargs:
+            raise ValueError(f"unexpected keyword argument(s) {sorted(kwargs)}")
+
+    def synthesize(
+        self, data: Dataset, rng: np.random.Generator, budget: BudgetLedger, **kwargs: Any
+    ) -> SynthesisResult:
+        """SELECT / MEASURE / GENERATE on ``budget`` (already checked by :meth:`validate`)."""
+        raise NotImplementedError
 
 
 def check_privacy_params(epsilon: float, delta: float) -> None:
@@ -133,17 +229,13 @@ def check_privacy_params(epsilon: float, delta: float) -> None:
         raise ValueError(f"delta must be in (0, 1), got {delta!r}")
 
 
-#: Default of ``validate(..., rng=NO_RNG)``: no generator given yet (the CLI validates
-#: before it makes one); ``run`` always passes its ``rng``, which is then checked.
-NO_RNG: Any = object()
 
 
-def check_run_inputs(data: Dataset | None, epsilon: float, delta: float, rng: Any = NO_RNG) -> None:
+def check_run_inputs(data: Dataset | None, rng: Any = NO_RNG) -> None:
     """The checks every mechanism makes before anything else (so no noise is drawn on bad
-    input): privacy parameters, an explicit ``numpy.random.Generator`` (when ``rng`` is
-    passed: :meth:`Mechanism.validate` called before a run has none yet), and (unless
-    ``data`` is None) a non-empty :class:`Dataset`."""
-    check_privacy_params(epsilon, delta)
+    input): an explicit ``numpy.random.Generator`` (when ``rng`` is passed:
+    :meth:`Mechanism.validate` called before a run has none yet), and (unless ``data`` is
+    None) a non-empty :class:`Dataset`. The budget is checked by :meth:`Mechanism.ledger`."""
     if rng is not NO_RNG and not isinstance(rng, np.random.Generator):
         raise ValueError(f"rng must be an explicit numpy.random.Generator, got {type(rng).__name__}")
     if data is not None and not isinstance(data, Dataset):
@@ -152,6 +244,14 @@ def check_run_inputs(data: Dataset | None, epsilon: float, delta: float, rng: An
         raise ValueError("data must be a non-empty Dataset, got 0 records")
     if data is not None:  # every mechanism tabulates the one-way marginals
         check_marginals_fit(data.domain, [(a,) for a in data.domain.names], "one-way marginal")
+
+
+def check_seed(seed: Any, name: str = "seed") -> int:
+    """``seed`` as an ``int`` >= 0 (a seed of ``numpy.random.default_rng``), else
+    ``ValueError`` naming ``name`` (bools refused)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"{name} must be an integer >= 0, got {seed!r}")
+    return int(seed)
 
 
 def check_positive_int(name: str, value: Any) -> int:

@@ -35,7 +35,6 @@ CPU generators seeded from ``rng``, so the same seed gives the same bytes on the
 
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -43,7 +42,8 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..privacy import BudgetLedger
-from .base import NO_RNG, SynthesisResult, bounded_records, check_positive_int, check_run_inputs
+from ..timing import Stopwatch, timed
+from .base import Mechanism, SynthesisResult, bounded_records, check_positive_int
 from .queries import (
     MarginalQueries,
     clique_scores,
@@ -91,7 +91,7 @@ def build_generator(embedding_dim: int, hidden: tuple[int, ...], out_dim: int, s
 
 
 @dataclass(frozen=True)
-class GEM:
+class GEM(Mechanism):
     """GEM hyperparameters (budget split in named fields; see the module docstring).
 
     Parameters
@@ -154,14 +154,10 @@ class GEM:
         p["hidden"] = list(self.hidden)
         return p
 
-    def validate(
-        self, data: Dataset, epsilon: float, delta: float, *, rng: Any = NO_RNG, device: Any = "cpu", **_: object
-    ) -> None:
-        """Every check of :meth:`run`, before any noise: the shared ones
-        (:func:`~.base.check_run_inputs`), GEM's own fields, then
-        :func:`~.rap.check_shared` (common fields, the workload's, network's and mixture's
-        memory, the output size, the device). Raises ``ValueError``."""
-        check_run_inputs(data, epsilon, delta, rng)
+    def check(self, data: Dataset, budget: BudgetLedger, *, device: Any = "cpu", **_: object) -> None:
+        """GEM's own checks, before any noise: its fields, then :func:`~.rap.check_shared`
+        (common fields, the workload's, network's and mixture's memory, the output size, the
+        device). Raises ``ValueError``."""
         for f in ("rounds", "batch_size", "embedding_dim"):
             check_positive_int(f, getattr(self, f))
         if not isinstance(self.hidden, tuple) or not all(
@@ -187,29 +183,27 @@ class GEM:
         acts = self.batch_size * (sum(widths) + 2 * D)
         return 64 + 8 * self.degree, 16 * params + 12 * acts + 12 * D * D + 8 * self.rounds * self.batch_size * D
 
-    def run(
-        self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, device: str = "cpu", **_: object
+    def synthesize(
+        self, data: Dataset, rng: np.random.Generator, budget: BudgetLedger, *, device: str = "cpu", **_: object
     ) -> SynthesisResult:
-        """Synthesise records from ``data`` under (``epsilon``, ``delta``)-DP (see the module
-        docstring): validate, then MEASURE ``n̂``, rounds of SELECT / MEASURE / fit, and
-        GENERATE records from the moving-average mixture."""
-        self.validate(data, epsilon, delta, rng=rng, device=device)
+        """Synthesise records from ``data`` spending ``budget`` (see the module docstring):
+        MEASURE ``n̂``, rounds of SELECT / MEASURE / fit, and GENERATE records from the
+        moving-average mixture."""
         dev = check_device(device)
-        return with_torch_threads(self.threads, lambda: self._run(data, float(epsilon), float(delta), rng, dev))
+        return with_torch_threads(self.threads, lambda: self._run(data, rng, budget, dev))
 
-    def _run(self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, dev) -> SynthesisResult:
+    def _run(self, data: Dataset, rng: np.random.Generator, ledger: BudgetLedger, dev) -> SynthesisResult:
         import torch
         from tqdm.auto import tqdm
 
-        t0 = time.perf_counter()
+        clock = Stopwatch()
         seconds = {"select": 0.0, "measure": 0.0, "fit": 0.0}
         workload = MarginalQueries.all_kway(data.domain, self.degree)
         counts = workload.counts(data)  # sensitive; touched only through the mechanisms below
         n_candidates = len(workload.cliques) if self.select == "marginal" else workload.n_queries
         rounds = min(self.rounds, n_candidates)  # candidates are not re-selected
 
-        # budget: named shares of the largest rho that is (epsilon, delta)-DP
-        ledger = BudgetLedger.from_dp(epsilon, delta, conversion=self.conversion)
+        # budget: named shares of the ledger's rho
         round_share = (1.0 - self.total_share) / rounds
         rho_total = ledger.portion(self.total_share)
         rho_select = ledger.portion(round_share * self.select_share)
@@ -238,49 +232,46 @@ class GEM:
             with torch.no_grad():
                 current = workload.relaxed_answers(output()).double().cpu().numpy()
             # SELECT by the exponential mechanism
-            ts = time.perf_counter()
-            if self.select == "marginal":
-                scores = clique_scores(workload, counts, current, n_hat)
-                j = select_queries(
-                    scores, 1, rho_select, rng, ledger=ledger, exclude=picked, label=f"select round {t + 1}"
-                )
-                ids = workload.ids_of(j)
-            else:
-                scores = query_scores(counts, current, n_hat)
-                j = select_queries(
-                    scores, 1, rho_select, rng, ledger=ledger, exclude=measured, label=f"select round {t + 1}"
-                )
-                ids = j
-            picked.extend(int(x) for x in j)
-            seconds["select"] += time.perf_counter() - ts
+            with timed(seconds, "select"):
+                if self.select == "marginal":
+                    scores = clique_scores(workload, counts, current, n_hat)
+                    j = select_queries(
+                        scores, 1, rho_select, rng, ledger=ledger, exclude=picked, label=f"select round {t + 1}"
+                    )
+                    ids = workload.ids_of(j)
+                else:
+                    scores = query_scores(counts, current, n_hat)
+                    j = select_queries(
+                        scores, 1, rho_select, rng, ledger=ledger, exclude=measured, label=f"select round {t + 1}"
+                    )
+                    ids = j
+                picked.extend(int(x) for x in j)
             # MEASURE
-            ts = time.perf_counter()
-            m = measure_queries(workload, counts, ids, rho_measure, rng, ledger=ledger, label=f"measure round {t + 1}")
-            seconds["measure"] += time.perf_counter() - ts
+            with timed(seconds, "measure"):
+                m = measure_queries(workload, counts, ids, rho_measure, rng, ledger=ledger, label=f"measure round {t + 1}")
             measured = np.concatenate([measured, m.ids])
             targets = torch.cat([targets, torch.as_tensor(m.y / n_hat, dtype=torch.float32, device=dev)])
             # GENERATE: gradient steps on the L1 loss over all measured queries
-            ts = time.perf_counter()
-            sel = measured.copy()
+            with timed(seconds, "fit"):
+                sel = measured.copy()
 
-            def loss_fn(sel=sel, tg=targets):
-                return (workload.relaxed_answers(output(), sel) - tg).abs().mean()
+                def loss_fn(sel=sel, tg=targets):
+                    return (workload.relaxed_answers(output(), sel) - tg).abs().mean()
 
-            steps, loss = adam_steps(
-                opt,
-                loss_fn,
-                iters=self.iters,
-                tol=self.tol,
-                patience=self.patience,
-                progress=f"GEM round {t + 1}" if self.progress else None,
-            )
-            with torch.no_grad():
-                mixture.append(output().double().cpu().numpy())
-            ema_weights = np.append(self.ema_beta * ema_weights, 1.0 if t == 0 else 1.0 - self.ema_beta)
-            keep = ema_weights >= _EMA_FLOOR  # rounds whose weight has decayed away are dropped
-            mixture = [p for p, k in zip(mixture, keep) if k]
-            ema_weights = ema_weights[keep]
-            seconds["fit"] += time.perf_counter() - ts
+                steps, loss = adam_steps(
+                    opt,
+                    loss_fn,
+                    iters=self.iters,
+                    tol=self.tol,
+                    patience=self.patience,
+                    progress=f"GEM round {t + 1}" if self.progress else None,
+                )
+                with torch.no_grad():
+                    mixture.append(output().double().cpu().numpy())
+                ema_weights = np.append(self.ema_beta * ema_weights, 1.0 if t == 0 else 1.0 - self.ema_beta)
+                keep = ema_weights >= _EMA_FLOOR  # rounds whose weight has decayed away are dropped
+                mixture = [p for p, k in zip(mixture, keep) if k]
+                ema_weights = ema_weights[keep]
             trace.append(
                 {
                     "round": t + 1,
@@ -294,15 +285,14 @@ class GEM:
             bar.set_postfix(measured=int(measured.size), steps=steps, loss=f"{loss:.3g}")
 
         # OUTPUT: sample records from the EMA of the generator's product distributions
-        ts = time.perf_counter()
-        probs = np.concatenate(mixture)
-        row_weights = np.repeat(ema_weights / ema_weights.sum(), self.batch_size) / self.batch_size
-        records, note = (
-            (self.synthetic_records, {}) if self.synthetic_records else bounded_records(n_hat, len(data.domain))
-        )
-        synth = workload.sample_records(probs, records, rng, weights=row_weights)
-        seconds["sample"] = time.perf_counter() - ts
-        seconds["total"] = time.perf_counter() - t0
+        with timed(seconds, "sample"):
+            probs = np.concatenate(mixture)
+            row_weights = np.repeat(ema_weights / ema_weights.sum(), self.batch_size) / self.batch_size
+            records, note = (
+                (self.synthetic_records, {}) if self.synthetic_records else bounded_records(n_hat, len(data.domain))
+            )
+            synth = workload.sample_records(probs, records, rng, weights=row_weights)
+        seconds["total"] = clock.elapsed()
         return SynthesisResult.from_ledger(
             synth,
             self.name,

@@ -40,6 +40,7 @@ from ..inference.pgm import (
     ModelTooLargeError,
     estimate,
     estimation_summary,
+    from_noisy_marginals,
     junction_tree_size,
 )
 from ..privacy import NoisyMarginals
@@ -155,7 +156,7 @@ class PGMGenerator:
         if self.memory_limit_mb is not None:
             self.check_size(domain, marginals.cliques)
             kw["memory_limit_mb"] = self.memory_limit_mb
-        return estimate(domain, marginals.measurements(sep), **kw)
+        return estimate(domain, from_noisy_marginals(marginals, sep), **kw)
 
     def generate(
         self,

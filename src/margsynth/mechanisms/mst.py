@@ -36,33 +36,31 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 from scipy.cluster.hierarchy import DisjointSet
 
 from ..dataset import Dataset
 from ..domain import Domain
-from ..inference.pgm import GraphicalModel, estimate
+from ..inference.pgm import GraphicalModel, estimate, from_noisy_marginals
 from ..privacy import BudgetLedger, NoisyMarginals, exponential_mechanism, measure_marginals
-from ..privacy.accounting import exponential_epsilon
+from ..privacy.accounting import exponential_epsilon, gaussian_sigma
+from ..timing import Stopwatch, timed
 from .base import (
-    NO_RNG,
+    Mechanism,
     SynthesisResult,
     check_conversion,
     check_generator,
     check_marginals_fit,
     check_positive_int,
     check_records,
-    check_run_inputs,
     largest,
 )
 from .compression import Compression, compress_domain
 from .generators import Generator, PGMGenerator
-from .saved import pgm_sampler
+from .sampler import pgm_sampler
 
 __all__ = ["MST", "check_cliques", "pair_errors", "private_kruskal"]
 
@@ -140,8 +138,13 @@ def private_kruskal(
     return chosen
 
 
+def _final_pgm() -> Generator:
+    """MST's step 6: Private-PGM with the authors' 5,000 iterations."""
+    return PGMGenerator(iters=5000)
+
+
 @dataclass(frozen=True)
-class MST:
+class MST(Mechanism):
     """MST (§6, Algorithm 6; budget split of the appendix as named fields).
 
     Parameters
@@ -156,9 +159,8 @@ class MST:
         ``cdp2adp.cdp_rho`` does; about 25 % more ρ at ε = 1, δ = 1e-9).
     compress:
         Apply Algorithm 4 (threshold ``compress_threshold`` σ).
-    select_iters, iters:
-        Private-PGM iterations for the selection model (authors: 1000) and the final
-        model (authors: 5000).
+    select_iters:
+        Private-PGM iterations for the selection model (authors: 1000).
     initial_cliques:
         Pairs always measured; Algorithm 6 builds the spanning tree around them.
     extra_cliques:
@@ -169,10 +171,10 @@ class MST:
         Number of synthetic records (default: the generator's estimate — Private-PGM's
         model total, or the total of GUM's consistent marginals).
     generator:
-        The GENERATE step (:mod:`.generators`): ``None`` (default) is the paper's step 6,
-        ``PGMGenerator(iters=iters)`` (Private-PGM + Algorithms 7–8); e.g.
-        ``GUMGenerator()`` (PrivSyn §4.3 consistency + §5.2 GUM on the same noisy
-        marginals; module docstring). Same measurements and ledger either way.
+        The GENERATE step (:mod:`.generators`): by default the paper's step 6,
+        ``PGMGenerator(iters=5000)`` (Private-PGM with the authors' 5,000 iterations +
+        Algorithms 7–8); e.g. ``GUMGenerator()`` (PrivSyn §4.3 consistency + §5.2 GUM on
+        the same noisy marginals; module docstring). Same measurements and ledger either way.
     """
 
     oneway_share: float = 1 / 3
@@ -182,12 +184,11 @@ class MST:
     compress: bool = True
     compress_threshold: float = 3.0
     select_iters: int = 1000
-    iters: int = 5000
     initial_cliques: tuple[tuple[str, ...], ...] = ()
     extra_cliques: tuple[tuple[str, ...], ...] = ()
     clique_weights: tuple[tuple[tuple[str, ...], float], ...] = ()
     synthetic_records: int | None = None
-    generator: Generator | None = None
+    generator: Generator = field(default_factory=_final_pgm)
 
     name = "mst"
 
@@ -197,33 +198,24 @@ class MST:
             raise ValueError(f"budget shares must be finite and > 0, got {shares}")
         if not math.isclose(sum(shares), 1.0, rel_tol=1e-9):
             raise ValueError(f"budget shares must sum to 1, got {shares} (sum {sum(shares)})")
-        for f in ("select_iters", "iters"):
-            check_positive_int(f, getattr(self, f))
+        check_positive_int("select_iters", self.select_iters)
         check_conversion(self.conversion)
-        check_generator(self.generator)
+        check_generator(self.generator, allow_none=False)
         check_records(self.synthetic_records)
         object.__setattr__(self, "initial_cliques", tuple(tuple(c) for c in self.initial_cliques))
         object.__setattr__(self, "extra_cliques", tuple(tuple(c) for c in self.extra_cliques))
         object.__setattr__(self, "clique_weights", tuple((tuple(c), float(w)) for c, w in self.clique_weights))
 
-    @property
-    def generator_(self) -> Generator:
-        """The generator GENERATE uses: ``generator``, or Private-PGM with ``iters``."""
-        return PGMGenerator(iters=self.iters) if self.generator is None else self.generator
-
     def parameters(self) -> dict:
         p = asdict(self)
-        p["generator"] = {"name": self.generator_.name, **asdict(self.generator_)}
+        p["generator"] = {"name": self.generator.name, **asdict(self.generator)}
         p["initial_cliques"] = [list(c) for c in self.initial_cliques]
         p["extra_cliques"] = [list(c) for c in self.extra_cliques]
         p["clique_weights"] = [[list(c), w] for c, w in self.clique_weights]
         return p
 
-    def validate(
-        self, data: Dataset, epsilon: float, delta: float, *, rng: Any = NO_RNG, **_: object
-    ) -> None:
-        """All checks of :meth:`run` (privacy parameters, rng, data, cliques), before any noise."""
-        check_run_inputs(data, epsilon, delta, rng)
+    def check(self, data: Dataset, budget: BudgetLedger, **_: object) -> None:
+        """MST's own checks (attributes, cliques, sizes), before any noise."""
         if len(data.domain) < 2:
             raise ValueError(f"MST needs at least 2 attributes, domain has {len(data.domain)}")
         init = check_cliques(data.domain, self.initial_cliques, "initial_cliques")
@@ -236,53 +228,42 @@ class MST:
         check_marginals_fit(data.domain, [largest(data.domain, 2), *self.extra_cliques], "marginal")
         check_records(self.synthetic_records, columns=len(data.domain))
 
-    def run(
-        self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, **kw: object
+    def synthesize(
+        self, data: Dataset, rng: np.random.Generator, budget: BudgetLedger, **_: object
     ) -> SynthesisResult:
-        self.validate(data, epsilon, delta, rng=rng, **kw)
+        """Steps 1–6 (module docstring) spending ``budget``."""
         times: dict[str, float] = {}
-        t0 = time.perf_counter()
-        ledger = BudgetLedger.from_dp(epsilon, delta, conversion=self.conversion)
+        clock = Stopwatch()
+        ledger = budget
         rho = ledger.total
-        rho_oneway = ledger.portion(self.oneway_share)
+        sigma1 = gaussian_sigma(ledger.portion(self.oneway_share))
         rho_select = ledger.portion(self.select_share)
-        rho_measure = ledger.portion(self.measure_share)
-        sigma1 = math.sqrt(1.0 / (2.0 * rho_oneway))
-        sigma2 = math.sqrt(1.0 / (2.0 * rho_measure))
+        sigma2 = gaussian_sigma(ledger.portion(self.measure_share))
 
         # MEASURE one-way marginals (Algorithm 1) and compress the domain (Algorithm 4)
-        names = data.domain.names
-        log1 = measure_marginals(data, [((a,), 1.0) for a in names], sigma1, rng, ledger=ledger, label="measure 1-way")
-        one_way = log1
-        if self.compress:
-            comp, one_way = compress_domain(data.domain, log1, self.compress_threshold)
-        else:
-            comp = Compression(data.domain, {a: np.ones(data.domain[a].size, bool) for a in names})
-        cdata = comp.compress(data)
-        times["measure_oneway"] = time.perf_counter() - t0
+        with timed(times, "measure_oneway"):
+            log1, comp, one_way = self._measure_oneway(data, sigma1, rng, ledger)
+            cdata = comp.compress(data)
 
         # SELECT (Algorithm 6)
-        t1 = time.perf_counter()
-        pairs = self.select(cdata, one_way, rho_select, rng, ledger)
-        times["select"] = time.perf_counter() - t1
+        with timed(times, "select"):
+            pairs = self.select(cdata, one_way, rho_select, rng, ledger)
 
         # MEASURE the selected pairs (+ initial and extra cliques), Algorithm 1
-        t2 = time.perf_counter()
-        cliques = list(dict.fromkeys([*self.initial_cliques, *pairs, *self.extra_cliques]))
-        wmap = dict(self.clique_weights)
-        log2 = measure_marginals(
-            cdata, [(c, wmap.get(c, 1.0)) for c in cliques], sigma2, rng, ledger=ledger, label="measure selected"
-        )
-        times["measure_selected"] = time.perf_counter() - t2
+        with timed(times, "measure_selected"):
+            cliques = list(dict.fromkeys([*self.initial_cliques, *pairs, *self.extra_cliques]))
+            wmap = dict(self.clique_weights)
+            log2 = measure_marginals(
+                cdata, [(c, wmap.get(c, 1.0)) for c in cliques], sigma2, rng, ledger=ledger, label="measure selected"
+            )
 
         # GENERATE (post-processing, :mod:`.generators`) over the compressed domain, then
         # reverse Algorithm 4 (§5 Step 8)
-        t3 = time.perf_counter()
-        gen = self.generator_
-        out = gen.generate(comp.compressed, one_way + log2, rng, records=self.synthetic_records)
-        synth = comp.reverse(out.synthetic, rng)
-        times["generate"] = time.perf_counter() - t3
-        times["total"] = time.perf_counter() - t0
+        with timed(times, "generate"):
+            gen = self.generator
+            out = gen.generate(comp.compressed, one_way + log2, rng, records=self.synthetic_records)
+            synth = comp.reverse(out.synthetic, rng)
+        times["total"] = clock.elapsed()
         return SynthesisResult.from_ledger(
             synth,
             self.name if isinstance(gen, PGMGenerator) else f"{self.name}-{gen.name}",
@@ -304,6 +285,19 @@ class MST:
             sampler=pgm_sampler(out.extras, comp),
         )
 
+    def _measure_oneway(
+        self, data: Dataset, sigma: float, rng: np.random.Generator, ledger: BudgetLedger
+    ) -> tuple[NoisyMarginals, Compression, NoisyMarginals]:
+        """Step 2 (every one-way marginal by Algorithm 1 at ``sigma``) and step 3 (Algorithm 4,
+        when ``compress``): the one-way log, the compression and the log over the compressed
+        domain."""
+        names = data.domain.names
+        log1 = measure_marginals(data, [((a,), 1.0) for a in names], sigma, rng, ledger=ledger, label="measure 1-way")
+        if self.compress:
+            comp, one_way = compress_domain(data.domain, log1, self.compress_threshold)
+            return log1, comp, one_way
+        return log1, Compression(data.domain, {a: np.ones(data.domain[a].size, bool) for a in names}), log1
+
     def select_only(
         self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator
     ) -> list[tuple[str, str]]:
@@ -311,15 +305,9 @@ class MST:
         MST would measure — what the paper's selection-quality table logs. Spends the
         one-way and selection shares of the budget."""
         self.validate(data, epsilon, delta, rng=rng)
-        ledger = BudgetLedger.from_dp(epsilon, delta, conversion=self.conversion)
-        sigma1 = math.sqrt(1.0 / (2.0 * ledger.portion(self.oneway_share)))
-        names = data.domain.names
-        log1 = measure_marginals(data, [((a,), 1.0) for a in names], sigma1, rng, ledger=ledger, label="measure 1-way")
-        comp, one_way = (
-            compress_domain(data.domain, log1, self.compress_threshold)
-            if self.compress
-            else (Compression(data.domain, {a: np.ones(data.domain[a].size, bool) for a in names}), log1)
-        )
+        ledger = self.budget(epsilon, delta)
+        sigma1 = gaussian_sigma(ledger.portion(self.oneway_share))
+        _, comp, one_way = self._measure_oneway(data, sigma1, rng, ledger)
         return self.select(comp.compress(data), one_way, ledger.portion(self.select_share), rng, ledger)
 
     def select(
@@ -332,7 +320,7 @@ class MST:
     ) -> list[tuple[str, str]]:
         """Algorithm 6 on the (compressed) data: independence model from the one-way log,
         L1 pair errors, private Kruskal around ``initial_cliques``."""
-        model = estimate(cdata.domain, one_way.measurements(), iters=self.select_iters)
+        model = estimate(cdata.domain, from_noisy_marginals(one_way), iters=self.select_iters)
         names = cdata.domain.names
         candidates = list(itertools.combinations(names, 2))
         scores = pair_errors(cdata, model, candidates)

@@ -33,32 +33,33 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any, Protocol
+from dataclasses import asdict, dataclass, field
+from typing import Protocol
 
 import networkx as nx
 import numpy as np
 
 from ..dataset import Dataset
 from ..domain import Domain
+from ..inference.pgm import ModelTooLargeError, junction_tree_size
+from ..metrics.suite import designated_triple
 from ..privacy import BudgetLedger, measure_marginals
+from ..privacy.accounting import gaussian_sigma
+from ..timing import Stopwatch, timed
 from .base import (
-    NO_RNG,
+    Mechanism,
     SynthesisResult,
     check_generator,
     check_marginals_fit,
-    check_positive_int,
     check_records,
-    check_run_inputs,
     largest,
 )
 from .compression import Compression, compress_domain
 from .generators import Generator, PGMGenerator
 from .mst import check_cliques
 from .nist_mst_census import IncwageValuehTransform, digits_class  # re-exported (census transform, own module)
-from .saved import pgm_sampler
+from .sampler import pgm_sampler
 
 __all__ = [
     "IncwageValuehTransform",
@@ -186,8 +187,13 @@ def select_public(
 
 
 # ----------------------------------------------------------------------------- the mechanism
+def _final_pgm() -> Generator:
+    """Step 7: Private-PGM with the authors' 5,000 iterations."""
+    return PGMGenerator(iters=5000)
+
+
 @dataclass(frozen=True)
-class NISTMST:
+class NISTMST(Mechanism):
     """NIST-MST (§5, Algorithm 2), generic. See the module docstring for the steps.
 
     Parameters
@@ -206,10 +212,9 @@ class NISTMST:
         Algorithm 5's 100, 0.1 and 10⁶.
     compress_threshold:
         Algorithm 4's 3 (σ units).
-    iters:
-        Private-PGM iterations.
     generator:
-        The GENERATE step (:mod:`.generators`); ``None``: ``PGMGenerator(iters=iters)`` (step 7).
+        The GENERATE step (:mod:`.generators`); default ``PGMGenerator(iters=5000)``
+        (step 7: Private-PGM, the authors' iterations).
     memory_limit_mb:
         Refuse (``ModelTooLargeError``, a ``ValueError``) *before* the second round of noise
         when the selected cliques' junction tree would need more (``None``: no limit).
@@ -224,22 +229,15 @@ class NISTMST:
     max_cells: int = MAX_CELLS
     compress: bool = True
     compress_threshold: float = 3.0
-    iters: int = 5000
     synthetic_records: int | None = None
     memory_limit_mb: float | None = 4096.0
-    generator: Generator | None = None
+    generator: Generator = field(default_factory=_final_pgm)
 
     name = "nist-mst"
 
     def __post_init__(self) -> None:
-        check_positive_int("iters", self.iters)
         check_records(self.synthetic_records)
-        check_generator(self.generator)
-
-    @property
-    def generator_(self) -> Generator:
-        """The generator GENERATE uses: ``generator``, or Private-PGM with ``iters``."""
-        return PGMGenerator(iters=self.iters) if self.generator is None else self.generator
+        check_generator(self.generator, allow_none=False)
 
     def parameters(self) -> dict:
         return {
@@ -252,16 +250,13 @@ class NISTMST:
             "max_cells": self.max_cells,
             "compress": self.compress,
             "compress_threshold": self.compress_threshold,
-            "iters": self.iters,
             "synthetic_records": self.synthetic_records,
             "memory_limit_mb": self.memory_limit_mb,
-            "generator": {"name": self.generator_.name, **asdict(self.generator_)},
+            "generator": {"name": self.generator.name, **asdict(self.generator)},
         }
 
     def _designated(self, domain: Domain) -> tuple[str, ...]:
         if self.designated is None:
-            from ..metrics.suite import designated_triple
-
             try:
                 return designated_triple(domain)
             except ValueError:
@@ -269,33 +264,21 @@ class NISTMST:
         return tuple(self.designated)
 
     @staticmethod
-    def calibrate(epsilon: float, delta: float) -> tuple[BudgetLedger, float]:
-        """Step 1: the zCDP ledger of (ε, δ) (Prop. 4) and Eq. 5.1's
-        ``σ = (sqrt(log 1/δ) + sqrt(log 1/δ + ε)) / ε``, which is ``1/sqrt(ρ)`` for Prop. 4's
-        largest ρ (Theorem 2) — computed as ``1/sqrt(ledger.total)`` so that it carries the
-        ledger's calibration margin and the two rounds never spend more than (ε, δ)
+    def sigma(budget: BudgetLedger) -> float:
+        """Step 1, Eq. 5.1's ``σ = (sqrt(log 1/δ) + sqrt(log 1/δ + ε)) / ε``: ``1/sqrt(ρ)`` for
+        Prop. 4's largest ρ (Theorem 2), i.e. two rounds of ``1/(2σ²)`` each spend the whole
+        ``budget`` — computed from the ledger's total, so that it carries the ledger's
+        calibration margin and the two rounds never spend more than (ε, δ)
         (:func:`~margsynth.privacy.accounting.eq51_sigma` is the formula without it)."""
-        ledger = BudgetLedger.from_dp(epsilon, delta, conversion="prop4")
-        return ledger, math.sqrt(1.0 / ledger.total)
+        return gaussian_sigma(budget.total / 2.0)
 
-    def validate(
-        self,
-        data: Dataset,
-        epsilon: float,
-        delta: float,
-        *,
-        public: Dataset | None = None,
-        rng: Any = NO_RNG,
-        **_: object,
-    ) -> Domain:
-        """Every check of :meth:`run` — privacy parameters, rng, data, public data, designated
-        attributes, weights, and that Eq. 5.1's two rounds fit the budget — before any noise.
-        Returns the transformed domain."""
-        check_run_inputs(data, epsilon, delta, rng)
-        ledger, sigma = self.calibrate(epsilon, delta)
-        if not (math.isfinite(sigma) and ledger.can_afford(1.0 / sigma**2)):
+    def check(self, data: Dataset, budget: BudgetLedger, *, public: Dataset | None = None, **_: object) -> None:
+        """NIST-MST's own checks — public data, designated attributes, weights, and that
+        Eq. 5.1's two rounds fit the budget — before any noise."""
+        sigma = self.sigma(budget)
+        if not (math.isfinite(sigma) and budget.can_afford(1.0 / sigma**2)):
             # Theorem 2: both rounds must fit before any noise
-            raise ValueError(f"Eq. 5.1 sigma={sigma!r} does not fit the (epsilon, delta)=({epsilon!r}, {delta!r}) budget")
+            raise ValueError(f"Eq. 5.1 sigma={sigma!r} does not fit the budget ({budget!r})")
         if public is None:
             raise ValueError("NIST-MST needs a public dataset (public=...) for its selection (Algorithm 5)")
         if not isinstance(public, Dataset) or len(public) == 0:
@@ -317,68 +300,64 @@ class NISTMST:
         # Algorithm 5 scores every pair (mutual information) and measures the designated triple
         check_marginals_fit(dom, [largest(dom, 2), *([des] if des else [])], "marginal")
         check_records(self.synthetic_records, columns=len(data.domain))
-        return dom
 
-    def run(
+    def synthesize(
         self,
         data: Dataset,
-        epsilon: float,
-        delta: float,
         rng: np.random.Generator,
+        budget: BudgetLedger,
         *,
         public: Dataset | None = None,
-        **kw: object,
+        **_: object,
     ) -> SynthesisResult:
-        self.validate(data, epsilon, delta, public=public, rng=rng, **kw)
+        """Steps 1–8 of Algorithm 2 (module docstring) spending ``budget``."""
         times: dict[str, float] = {}
-        t0 = time.perf_counter()
+        clock = Stopwatch()
         # (1) calibrate: Eq. 5.1; the ledger holds rho = 1/sigma^2, spent in two equal rounds
         # (one-way, selected) of 1/(2 sigma^2) each
-        ledger, sigma = self.calibrate(epsilon, delta)
-        # (2) encode the domain from public information
-        if self.encode_from_public:
-            enc = Compression(data.domain, {a: public.marginal((a,)) > 0 for a in data.domain.names})
-        else:
-            enc = Compression(data.domain, {a: np.ones(data.domain[a].size, bool) for a in data.domain.names})
-        priv, pub = enc.compress(data), enc.compress(public)
-        # (3) transforms
-        for t in self.transforms:
-            priv, pub = t.forward(priv), t.forward(pub)
-        # (4) one-way measurements + compression (Algorithm 1, Algorithm 4)
-        wmap = dict(self.oneway_weights)
-        log1 = measure_marginals(
-            priv,
-            [((a,), wmap.get(a, 1.0)) for a in priv.domain.names],
-            sigma,
-            rng,
-            ledger=ledger,
-            label="measure 1-way",
-        )
-        one_way = log1
-        if self.compress:
-            comp, one_way = compress_domain(priv.domain, log1, self.compress_threshold)
-        else:
-            comp = Compression(priv.domain, {a: np.ones(priv.domain[a].size, bool) for a in priv.domain.names})
-        cpriv, cpub = comp.compress(priv), comp.compress(pub)
-        times["measure_oneway"] = time.perf_counter() - t0
+        ledger, sigma = budget, self.sigma(budget)
+        epsilon = budget.epsilon_of_total()  # Algorithm 5's weights depend on the target epsilon
+        with timed(times, "measure_oneway"):
+            # (2) encode the domain from public information
+            if self.encode_from_public:
+                enc = Compression(data.domain, {a: public.marginal((a,)) > 0 for a in data.domain.names})
+            else:
+                enc = Compression(data.domain, {a: np.ones(data.domain[a].size, bool) for a in data.domain.names})
+            priv, pub = enc.compress(data), enc.compress(public)
+            # (3) transforms
+            for t in self.transforms:
+                priv, pub = t.forward(priv), t.forward(pub)
+            # (4) one-way measurements + compression (Algorithm 1, Algorithm 4)
+            wmap = dict(self.oneway_weights)
+            log1 = measure_marginals(
+                priv,
+                [((a,), wmap.get(a, 1.0)) for a in priv.domain.names],
+                sigma,
+                rng,
+                ledger=ledger,
+                label="measure 1-way",
+            )
+            one_way = log1
+            if self.compress:
+                comp, one_way = compress_domain(priv.domain, log1, self.compress_threshold)
+            else:
+                comp = Compression(priv.domain, {a: np.ones(priv.domain[a].size, bool) for a in priv.domain.names})
+            cpriv, cpub = comp.compress(priv), comp.compress(pub)
         # (5) select on the public data (Algorithm 5)
-        t1 = time.perf_counter()
-        des = self._designated(data.domain)
-        forced_pairs = list(itertools.combinations(des, 2)) if des else []
-        forced_triples = [des] if des else []
-        cliques, weights, info = select_public(
-            cpub,
-            epsilon,
-            forced_pairs,
-            forced_triples,
-            boost=self.boost,
-            threshold=self.triple_threshold,
-            max_cells=self.max_cells,
-        )
-        times["select"] = time.perf_counter() - t1
+        with timed(times, "select"):
+            des = self._designated(data.domain)
+            forced_pairs = list(itertools.combinations(des, 2)) if des else []
+            forced_triples = [des] if des else []
+            cliques, weights, info = select_public(
+                cpub,
+                epsilon,
+                forced_pairs,
+                forced_triples,
+                boost=self.boost,
+                threshold=self.triple_threshold,
+                max_cells=self.max_cells,
+            )
         if self.memory_limit_mb is not None:
-            from ..inference.pgm import ModelTooLargeError, junction_tree_size
-
             cells, mb = junction_tree_size(comp.compressed, cliques)
             if mb > self.memory_limit_mb:
                 raise ModelTooLargeError(
@@ -386,25 +365,23 @@ class NISTMST:
                     "lower max_cells or raise the limit"
                 )
         # (6) measure the selection (Algorithm 1)
-        t2 = time.perf_counter()
-        log2 = measure_marginals(
-            cpriv, list(zip(cliques, weights)), sigma, rng, ledger=ledger, label="measure selected"
-        )
-        times["measure_selected"] = time.perf_counter() - t2
+        with timed(times, "measure_selected"):
+            log2 = measure_marginals(
+                cpriv, list(zip(cliques, weights)), sigma, rng, ledger=ledger, label="measure selected"
+            )
         # (7) GENERATE: by default Private-PGM (Eq. 4.2) and Algorithms 7-8
-        t4 = time.perf_counter()
-        out = self.generator_.generate(comp.compressed, one_way + log2, rng, records=self.synthetic_records)
-        synth = out.synthetic
-        # (8) reverse: compression, transforms (Algorithm 9), encoding
-        synth = comp.reverse(synth, rng)
-        doms = [enc.compressed]
-        for t in self.transforms[:-1]:
-            doms.append(t.transform_domain(doms[-1]))
-        for t, dom in zip(reversed(self.transforms), reversed(doms)):
-            synth = t.reverse(synth, rng, domain=dom)
-        synth = enc.reverse(synth, rng)
-        times["generate"] = time.perf_counter() - t4
-        times["total"] = time.perf_counter() - t0
+        with timed(times, "generate"):
+            out = self.generator.generate(comp.compressed, one_way + log2, rng, records=self.synthetic_records)
+            synth = out.synthetic
+            # (8) reverse: compression, transforms (Algorithm 9), encoding
+            synth = comp.reverse(synth, rng)
+            doms = [enc.compressed]
+            for t in self.transforms[:-1]:
+                doms.append(t.transform_domain(doms[-1]))
+            for t, dom in zip(reversed(self.transforms), reversed(doms)):
+                synth = t.reverse(synth, rng, domain=dom)
+            synth = enc.reverse(synth, rng)
+        times["total"] = clock.elapsed()
         return SynthesisResult.from_ledger(
             synth,
             self.name,

@@ -47,7 +47,6 @@ sampling of the changed rows, the output scaling) are written up in
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -55,14 +54,14 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..privacy import BudgetLedger
+from ..timing import Stopwatch, timed
 from .base import (
-    NO_RNG,
+    Mechanism,
     SynthesisResult,
     bounded_records,
     check_conversion,
     check_positive_int,
     check_records,
-    check_run_inputs,
 )
 from .queries import MarginalQueries, check_workload_fits, measure_queries, measure_total, preset_of
 
@@ -433,7 +432,7 @@ def scale_rows(rows: np.ndarray, records: int, rng: np.random.Generator) -> np.n
 
 # --------------------------------------------------------------------------- the mechanism
 @dataclass(frozen=True)
-class PrivateGSD:
+class PrivateGSD(Mechanism):
     """Private-GSD, one-shot (Liu, Tang, Vietri & Wu, ICML 2023, arXiv:2306.03257; as run in
     Donhauser et al., ICML 2024, arXiv:2401.17823, §4).
 
@@ -539,11 +538,9 @@ class PrivateGSD:
         if not isinstance(self.progress, bool):
             raise ValueError(f"progress must be True or False, got {self.progress!r}")
 
-    def validate(self, data: Dataset, epsilon: float, delta: float, *, rng: Any = NO_RNG, **_: object) -> None:
-        """Every check of :meth:`run`, before any noise: the shared ones
-        (:func:`~.base.check_run_inputs`), the hyperparameters, the workload's and the
-        search's memory, the output size. Raises ``ValueError``."""
-        check_run_inputs(data, epsilon, delta, rng)
+    def check(self, data: Dataset, budget: BudgetLedger, **_: object) -> None:
+        """Private-GSD's own checks, before any noise: the hyperparameters, the workload's and
+        the search's memory, the output size. Raises ``ValueError``."""
         self.check_hyperparameters()
         d = len(data.domain)
         if self.degree > d:
@@ -558,13 +555,13 @@ class PrivateGSD:
         check_records(self.synthetic_records, columns=d)
 
     # ------------------------------------------------------------------ run
-    def run(
-        self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, **_: object
+    def synthesize(
+        self, data: Dataset, rng: np.random.Generator, budget: BudgetLedger, **_: object
     ) -> SynthesisResult:
-        self.validate(data, epsilon, delta, rng=rng)
+        """MEASURE the count and every query once, then the genetic search, spending ``budget``."""
         seconds: dict[str, float] = {}
-        t0 = time.perf_counter()
-        ledger = BudgetLedger.from_dp(epsilon, delta, conversion=self.conversion)
+        clock = Stopwatch()
+        ledger = budget
         rho_total = ledger.portion(self.total_share)
         rho_measure = ledger.portion(self.measure_share)
 
@@ -579,17 +576,16 @@ class PrivateGSD:
             ledger=ledger, label=f"measure {self.degree}-way marginals",
         )  # fmt: skip
         target = np.asarray(meas.y) / n_hat
-        seconds["measure"] = time.perf_counter() - t0
+        seconds["measure"] = clock.elapsed()
 
         # GENERATE: genetic search, then scale n' rows to the requested records
-        t1 = time.perf_counter()
-        best, trace = self.search(cells, target, rng)
-        seconds["search"] = time.perf_counter() - t1
+        with timed(seconds, "search"):
+            best, trace = self.search(cells, target, rng)
         records, note = (
             (self.synthetic_records, {}) if self.synthetic_records else bounded_records(n_hat, len(cells.sizes))
         )
         synth = Dataset._trusted(scale_rows(best, records, rng).astype(data.codes.dtype), data.domain)
-        seconds["total"] = time.perf_counter() - t0
+        seconds["total"] = clock.elapsed()
         return SynthesisResult.from_ledger(
             synth, self.name, self.parameters(), ledger, seconds,
             {"rho": ledger.total, "sigma": meas.sigma, "sensitivity": meas.sensitivity, "n_hat": n_hat,

@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any
 
 import numpy as np
 import torch
@@ -34,7 +32,8 @@ from ..inference.privpgd.embedding import check_domain
 from ..inference.privpgd.generator import PrivPGDGenerator, resolve_device
 from ..privacy import BudgetLedger, gaussian_mechanism, measure_marginals
 from ..privacy.accounting import gaussian_sigma
-from .base import NO_RNG, SynthesisResult, check_marginals_fit, check_records, check_run_inputs, largest
+from ..timing import Stopwatch
+from .base import Mechanism, SynthesisResult, check_marginals_fit, check_records, largest
 
 __all__ = ["PRESETS", "PrivPGD"]
 
@@ -42,7 +41,7 @@ _GENERATOR_FIELDS = tuple(f.name for f in fields(PrivPGDGenerator))
 
 
 @dataclass(frozen=True)
-class PrivPGD:
+class PrivPGD(Mechanism):
     """PrivPGD hyperparameters (defaults = the paper's §4.1; see
     :mod:`margsynth.inference.privpgd.generator`).
 
@@ -122,43 +121,37 @@ class PrivPGD:
         return replace(PRESETS[preset], **overrides)
 
     # ------------------------------------------------------------------ validate / run
-    def validate(
-        self, data: Dataset, epsilon: float, delta: float, *, rng: Any = NO_RNG, device: str = "cpu", **_: object
-    ) -> None:
-        """Every check of :meth:`run`, before any noise: ``ValueError`` for bad privacy
-        parameters, a non-Generator ``rng``, a non-Dataset, an attribute of size 1, codes
-        that do not match the domain, a degree above the number of attributes or a bad device."""
+    def check(self, data: Dataset, budget: BudgetLedger, *, device: str = "cpu", **_: object) -> None:
+        """PrivPGD's own checks, before any noise: ``ValueError`` for an attribute of size 1,
+        codes that do not match the domain, a degree above the number of attributes or a bad
+        device."""
         resolve_device(device)
         _check_data(data)
-        check_run_inputs(data, epsilon, delta, rng)
         if self.degree > len(data.domain):
             raise ValueError(f"degree {self.degree} exceeds the number of attributes ({len(data.domain)})")
         check_marginals_fit(data.domain, [largest(data.domain, self.degree)], f"{self.degree}-way marginal")
         check_records(self.n_particles, "n_particles", columns=len(data.domain))
 
-    def run(
-        self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, device: str = "cpu", **kw: object
+    def synthesize(
+        self, data: Dataset, rng: np.random.Generator, budget: BudgetLedger, *, device: str = "cpu", **_: object
     ) -> SynthesisResult:
-        """Synthesise ``n_particles`` records from ``data`` under (``epsilon``, ``delta``)-DP
-        (:meth:`validate` first)."""
-        self.validate(data, epsilon, delta, rng=rng, device=device, **kw)
+        """Synthesise ``n_particles`` records from ``data`` spending ``budget``."""
         dev = resolve_device(device)
         old_threads = torch.get_num_threads()
         if self.threads is not None:
             torch.set_num_threads(self.threads)
         try:
-            return self._run(data, float(epsilon), float(delta), rng, dev)
+            return self._run(data, rng, budget, dev)
         finally:
             if self.threads is not None:
                 torch.set_num_threads(old_threads)
 
-    def _run(self, data, epsilon, delta, rng, dev) -> SynthesisResult:
-        t0 = time.perf_counter()
+    def _run(self, data, rng, ledger, dev) -> SynthesisResult:
+        clock = Stopwatch()
         domain = data.domain
         # SELECT: all degree-way marginals (§4.1)
         names = list(itertools.combinations(domain.names, self.degree))
         # MEASURE (Algorithm 1), budget split named here
-        ledger = BudgetLedger.from_dp(epsilon, delta)
         use_constraint = self.constraint is not None
         share_marginals = 1.0 - self.constraint_share if use_constraint else 1.0
         sigma = gaussian_sigma(ledger.portion(share_marginals))
@@ -178,14 +171,14 @@ class PrivPGD:
                 label="constraint target",
             )[0]
             constraint_target = float(np.clip(c_noisy / n_hat, 0.0, 1.0))
-        seconds = {"measure": time.perf_counter() - t0}
+        seconds = {"measure": clock.elapsed()}
         # GENERATE (post-processing): PrivPGD's particles, randomness derived from rng
         penalty = None
         if use_constraint and self.gamma > 0:
             penalty = ThresholdPenalty(self.constraint, domain, constraint_target, dev)
         out = self.generator.generate(domain, noisy, rng, device=dev, penalty=penalty, gamma=self.gamma)
         seconds.update(out.seconds)
-        seconds["total"] = time.perf_counter() - t0
+        seconds["total"] = clock.elapsed()
         params = asdict(self)
         if self.constraint is not None:
             params["constraint"] = {

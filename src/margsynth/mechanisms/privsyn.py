@@ -63,7 +63,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -76,19 +75,19 @@ from ..domain import Domain
 from ..inference.consistency import make_consistent
 from ..privacy import BudgetLedger, NoisyMarginal, NoisyMarginals, gaussian_mechanism
 from ..privacy.accounting import gaussian_sigma
+from ..timing import timed
 from .base import (
-    NO_RNG,
+    Mechanism,
     SynthesisResult,
     bounded_records,
     check_conversion,
     check_generator,
     check_marginals_fit,
     check_records,
-    check_run_inputs,
     largest,
 )
 from .generators import Generator, GUMGenerator
-from .saved import pgm_sampler
+from .sampler import pgm_sampler
 
 __all__ = [
     "INDIF_SENSITIVITY",
@@ -411,7 +410,7 @@ class PrivSynMeasurement:
 
 
 @dataclass(frozen=True)
-class PrivSyn:
+class PrivSyn(Mechanism):
     """PrivSyn's hyperparameters (see the module docstring for the algorithm).
 
     Attributes
@@ -463,6 +462,8 @@ class PrivSyn:
     generator: Generator = field(default_factory=GUMGenerator)
     synthetic_records: int | None = None
 
+    name = "privsyn"
+
     def __post_init__(self) -> None:
         f = self.indif_fraction
         if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 < f < 1:
@@ -491,18 +492,10 @@ class PrivSyn:
         check_records(self.synthetic_records)
 
     # ------------------------------------------------------------------ validate
-    def validate(
-        self,
-        data: Dataset,
-        epsilon: float,
-        delta: float,
-        *,
-        rng: Any = NO_RNG,
-        person_ids: np.ndarray | None = None,
-        **_: object,
+    def check(
+        self, data: Dataset, budget: BudgetLedger, *, person_ids: np.ndarray | None = None, **_: object
     ) -> None:
-        """Every check of :meth:`run` (privacy parameters, rng, data, person ids), before any noise."""
-        check_run_inputs(data, epsilon, delta, rng)
+        """PrivSyn's own checks (records, person ids, sizes), before any noise."""
         if data.weights is not None:
             raise ValueError("PrivSyn takes unweighted records (one per row)")
         if person_ids is not None and np.shape(person_ids) != (len(data),):
@@ -514,86 +507,81 @@ class PrivSyn:
     def measure(
         self,
         data: Dataset,
-        epsilon: float,
-        delta: float,
         rng: np.random.Generator,
+        budget: BudgetLedger,
         *,
         person_ids: np.ndarray | None = None,
     ) -> PrivSynMeasurement:
         """Noisy InDif, Algorithm 1, Algorithm 2, Eq. 1, Gaussian measurement and the
-        §4.3 post-processing. Every noisy quantity is charged to a fresh
-        :class:`~margsynth.privacy.BudgetLedger` holding the largest ρ that is (ε, δ)-DP."""
-        self.validate(data, epsilon, delta, rng=rng, person_ids=person_ids)
+        §4.3 post-processing, every noisy quantity charged to ``budget`` (a zCDP ledger
+        with nothing spent, checked by :meth:`validate`)."""
         k = self.max_records_per_person
         if person_ids is not None:
             data = truncate_contributions(data, person_ids, k, rng)
         domain = data.domain
-        ledger = BudgetLedger.from_dp(epsilon, delta, conversion=self.conversion)
+        ledger = budget
         rho = ledger.total
         seconds: dict[str, float] = {}
 
         # SELECT: noisy InDif (sensitivity 4k, ρ_indif/m each), Algorithm 1, Algorithm 2
-        t0 = time.perf_counter()
-        pairs = list(itertools.combinations(domain.names, 2))
-        rho_indif = self.indif_fraction * rho if pairs else 0.0
-        rho_one = self.one_way_fraction * rho if self.one_way != "none" else 0.0
-        rho_sel = rho - rho_indif - rho_one
-        noisy_indif = np.zeros(len(pairs))
-        selection = None
-        selected: list[tuple[str, str]] = []
-        if pairs:
-            sens = INDIF_SENSITIVITY * k
-            sigma = gaussian_sigma(rho_indif / len(pairs), sens)
-            exact = indif_scores(data, pairs)
-            for i, (a, b) in enumerate(pairs):
-                noisy_indif[i] = gaussian_mechanism(
-                    [exact[i]], sigma=sigma, l2_sensitivity=sens, rng=rng, ledger=ledger, label=f"indif {a}×{b}"
-                )[0]
-            cells = [domain.size(p) for p in pairs]
-            selection = greedy_select(noisy_indif, cells, rho_sel, sensitivity=float(k))
-            selected = [pairs[i] for i in selection.selected]
-        multi = combine_marginals(selected, domain, self.gamma)
-        covered = {a for c in multi for a in c}
-        if self.one_way == "all":
-            ones = [(a,) for a in domain.names]
-        elif self.one_way == "uncovered":
-            ones = [(a,) for a in domain.names if a not in covered]
-        else:
-            ones = []
-        if not multi and not ones:
-            raise ValueError("nothing to measure: no pair selected and one_way='none'")
-        seconds["select"] = time.perf_counter() - t0
+        with timed(seconds, "select"):
+            pairs = list(itertools.combinations(domain.names, 2))
+            rho_indif = self.indif_fraction * rho if pairs else 0.0
+            rho_one = self.one_way_fraction * rho if self.one_way != "none" else 0.0
+            rho_sel = rho - rho_indif - rho_one
+            noisy_indif = np.zeros(len(pairs))
+            selection = None
+            selected: list[tuple[str, str]] = []
+            if pairs:
+                sens = INDIF_SENSITIVITY * k
+                sigma = gaussian_sigma(rho_indif / len(pairs), sens)
+                exact = indif_scores(data, pairs)
+                for i, (a, b) in enumerate(pairs):
+                    noisy_indif[i] = gaussian_mechanism(
+                        [exact[i]], sigma=sigma, l2_sensitivity=sens, rng=rng, ledger=ledger, label=f"indif {a}×{b}"
+                    )[0]
+                cells = [domain.size(p) for p in pairs]
+                selection = greedy_select(noisy_indif, cells, rho_sel, sensitivity=float(k))
+                selected = [pairs[i] for i in selection.selected]
+            multi = combine_marginals(selected, domain, self.gamma)
+            covered = {a for c in multi for a in c}
+            if self.one_way == "all":
+                ones = [(a,) for a in domain.names]
+            elif self.one_way == "uncovered":
+                ones = [(a,) for a in domain.names if a not in covered]
+            else:
+                ones = []
+            if not multi and not ones:
+                raise ValueError("nothing to measure: no pair selected and one_way='none'")
 
         # MEASURE: Eq. 1 over the selected marginals, an even split over the 1-way ones,
         # Gaussian noise of sensitivity k; a share with nothing to buy moves to the rest.
-        t0 = time.perf_counter()
-        remaining = ledger.remaining
-        cliques = list(multi) + ones
-        if multi and ones and rho_one > 0:
-            rhos = np.concatenate(
-                [allocate_budget([domain.size(c) for c in multi], remaining - rho_one), np.full(len(ones), rho_one / len(ones))]
-            )
-        elif multi or rho_one == 0:  # no 1-way share (or nothing else to buy): Eq. 1 over everything measured
-            rhos = allocate_budget([domain.size(c) for c in cliques], remaining)
-        else:  # nothing selected: the 1-way marginals share everything left, evenly
-            rhos = np.full(len(ones), remaining / len(ones))
-        noisy = measure_with_budgets(data, cliques, rhos, rng, ledger, sensitivity=float(k))
-        seconds["measure"] = time.perf_counter() - t0
+        with timed(seconds, "measure"):
+            remaining = ledger.remaining
+            cliques = list(multi) + ones
+            if multi and ones and rho_one > 0:
+                rhos = np.concatenate(
+                    [allocate_budget([domain.size(c) for c in multi], remaining - rho_one), np.full(len(ones), rho_one / len(ones))]
+                )
+            elif multi or rho_one == 0:  # no 1-way share (or nothing else to buy): Eq. 1 over everything measured
+                rhos = allocate_budget([domain.size(c) for c in cliques], remaining)
+            else:  # nothing selected: the 1-way marginals share everything left, evenly
+                rhos = np.full(len(ones), remaining / len(ones))
+            noisy = measure_with_budgets(data, cliques, rhos, rng, ledger, sensitivity=float(k))
 
         # post-processing (§4.3): consistency with weights ∝ ρ_i/g_i, non-negativity
-        t0 = time.perf_counter()
-        cons = make_consistent(
-            [m.clique for m in noisy],
-            [m.estimate for m in noisy],
-            domain,
-            variances=[m.sigma**2 for m in noisy],
-            max_iterations=self.consistency_iterations,
-            nonnegativity=self.nonnegativity,
-        )
-        # the consistent total, within the bound decided before any noise (reported if outside)
-        n_est, note = bounded_records(float(np.mean([t.sum() for t in cons.marginals])), len(domain))
-        n_est = max(n_est, 1)
-        seconds["consistency"] = time.perf_counter() - t0
+        with timed(seconds, "consistency"):
+            cons = make_consistent(
+                [m.clique for m in noisy],
+                [m.estimate for m in noisy],
+                domain,
+                variances=[m.sigma**2 for m in noisy],
+                max_iterations=self.consistency_iterations,
+                nonnegativity=self.nonnegativity,
+            )
+            # the consistent total, within the bound decided before any noise (reported if outside)
+            n_est, note = bounded_records(float(np.mean([t.sum() for t in cons.marginals])), len(domain))
+            n_est = max(n_est, 1)
         return PrivSynMeasurement(
             pairs=pairs,
             noisy_indif=noisy_indif,
@@ -611,15 +599,14 @@ class PrivSyn:
         )
 
     # ------------------------------------------------------------------ full run
-    def run(
+    def synthesize(
         self,
         data: Dataset,
-        epsilon: float,
-        delta: float,
         rng: np.random.Generator,
+        budget: BudgetLedger,
         *,
         person_ids: np.ndarray | None = None,
-        **kw: object,
+        **_: object,
     ) -> SynthesisResult:
         """SELECT / MEASURE (:meth:`measure`) then GENERATE with GUM (or Private-PGM).
 
@@ -630,20 +617,18 @@ class PrivSyn:
         ``model_stats`` and ``junction_tree_mb`` instead) and the
         :class:`PrivSynMeasurement` (``measurement``).
         """
-        self.validate(data, epsilon, delta, rng=rng, person_ids=person_ids, **kw)
-        meas = self.measure(data, epsilon, delta, rng, person_ids=person_ids)
+        meas = self.measure(data, rng, budget, person_ids=person_ids)
         # GENERATE (post-processing, :mod:`.generators`): GUM takes the §4.3 consistent
         # marginals as they are, Private-PGM the raw noisy ones; n_estimate records
-        t0 = time.perf_counter()
-        out = self.generator.generate(
-            data.domain, meas.noisy, rng, records=self.synthetic_records or meas.n_estimate,
-            consistent=(meas.consistent, meas.consistency_iterations), sep="×",
-        )  # fmt: skip
+        seconds = dict(meas.seconds)
+        with timed(seconds, "generate"):
+            out = self.generator.generate(
+                data.domain, meas.noisy, rng, records=self.synthetic_records or meas.n_estimate,
+                consistent=(meas.consistent, meas.consistency_iterations), sep="×",
+            )  # fmt: skip
         synthetic = out.synthetic
         extras: dict[str, Any] = {"gum_trace": None, "gum_converged": None}
         extras.update({k: v for k, v in out.extras.items() if k not in ("model", "n_estimate", "consistency_iterations")})
-        seconds = dict(meas.seconds)
-        seconds["generate"] = time.perf_counter() - t0
         return SynthesisResult.from_ledger(
             synthetic,
             "privsyn" if isinstance(self.generator, GUMGenerator) else f"privsyn-{self.generator.name}",

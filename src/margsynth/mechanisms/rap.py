@@ -36,7 +36,6 @@ generators seeded from ``rng``, so the same seed gives the same bytes on the CPU
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -44,14 +43,14 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..privacy import BudgetLedger
+from ..timing import Stopwatch, timed
 from .base import (
-    NO_RNG,
+    Mechanism,
     SynthesisResult,
     bounded_records,
     check_conversion,
     check_positive_int,
     check_records,
-    check_run_inputs,
 )
 from .queries import (
     MarginalQueries,
@@ -159,7 +158,7 @@ def adam_steps(
 
 
 @dataclass(frozen=True)
-class RAP:
+class RAP(Mechanism):
     """RAP hyperparameters (budget split in named fields; see the module docstring).
 
     Parameters
@@ -219,14 +218,10 @@ class RAP:
         return asdict(self)
 
     # ------------------------------------------------------------------ checks
-    def validate(
-        self, data: Dataset, epsilon: float, delta: float, *, rng: Any = NO_RNG, device: Any = "cpu", **_: object
-    ) -> None:
-        """Every check of :meth:`run`, before any noise: the shared ones
-        (:func:`~.base.check_run_inputs`), RAP's own fields, then :func:`check_shared`
+    def check(self, data: Dataset, budget: BudgetLedger, *, device: Any = "cpu", **_: object) -> None:
+        """RAP's own checks, before any noise: its fields, then :func:`check_shared`
         (common fields, the workload's and the relaxed matrix's memory, the output size,
         the device). Raises ``ValueError``."""
-        check_run_inputs(data, epsilon, delta, rng)
         for f in ("n_rows", "rounds", "top_k"):
             check_positive_int(f, getattr(self, f))
         if not isinstance(self.one_shot, (bool, np.bool_)):
@@ -242,27 +237,25 @@ class RAP:
         return 64 + 8 * self.degree, 40 * self.n_rows * D + 12 * D * D
 
     # ------------------------------------------------------------------ run
-    def run(
-        self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, device: str = "cpu", **_: object
+    def synthesize(
+        self, data: Dataset, rng: np.random.Generator, budget: BudgetLedger, *, device: str = "cpu", **_: object
     ) -> SynthesisResult:
-        """Synthesise records from ``data`` under (``epsilon``, ``delta``)-DP (see the module
-        docstring): validate, then MEASURE ``n̂``, rounds of SELECT / MEASURE / project, and
-        GENERATE records from the relaxed rows."""
-        self.validate(data, epsilon, delta, rng=rng, device=device)
+        """Synthesise records from ``data`` spending ``budget`` (see the module docstring):
+        MEASURE ``n̂``, rounds of SELECT / MEASURE / project, and GENERATE records from the
+        relaxed rows."""
         dev = check_device(device)
-        return with_torch_threads(self.threads, lambda: self._run(data, float(epsilon), float(delta), rng, dev))
+        return with_torch_threads(self.threads, lambda: self._run(data, rng, budget, dev))
 
-    def _run(self, data: Dataset, epsilon: float, delta: float, rng: np.random.Generator, dev) -> SynthesisResult:
+    def _run(self, data: Dataset, rng: np.random.Generator, ledger: BudgetLedger, dev) -> SynthesisResult:
         import torch
         from tqdm.auto import tqdm
 
-        t0 = time.perf_counter()
+        clock = Stopwatch()
         seconds = {"select": 0.0, "measure": 0.0, "project": 0.0}
         workload = MarginalQueries.all_kway(data.domain, self.degree)
         counts = workload.counts(data)  # sensitive; touched only through the mechanisms below
 
-        # budget: named shares of the largest rho that is (epsilon, delta)-DP
-        ledger = BudgetLedger.from_dp(epsilon, delta, conversion=self.conversion)
+        # budget: named shares of the ledger's rho
         rounds = 1 if self.one_shot else self.rounds
         round_share = (1.0 - self.total_share) / rounds
         rho_total = ledger.portion(self.total_share)
@@ -288,38 +281,35 @@ class RAP:
             with torch.no_grad():
                 current = relaxed().double().cpu().numpy()
             # SELECT (adaptive: top-K by the exponential mechanism) or the whole workload (one-shot)
-            ts = time.perf_counter()
-            if self.one_shot:
-                ids = np.arange(workload.n_queries)
-            else:
-                scores = query_scores(counts, current, n_hat)
-                ids = select_queries(
-                    scores, self.top_k, rho_select, rng, ledger=ledger, exclude=measured, label=f"select round {t + 1}"
-                )
-            seconds["select"] += time.perf_counter() - ts
+            with timed(seconds, "select"):
+                if self.one_shot:
+                    ids = np.arange(workload.n_queries)
+                else:
+                    scores = query_scores(counts, current, n_hat)
+                    ids = select_queries(
+                        scores, self.top_k, rho_select, rng, ledger=ledger, exclude=measured, label=f"select round {t + 1}"
+                    )
             if ids.size == 0:
                 break
             # MEASURE them with one Gaussian mechanism
-            ts = time.perf_counter()
-            label = "measure workload" if self.one_shot else f"measure round {t + 1}"
-            m = measure_queries(workload, counts, ids, rho_measure, rng, ledger=ledger, label=label)
-            seconds["measure"] += time.perf_counter() - ts
+            with timed(seconds, "measure"):
+                label = "measure workload" if self.one_shot else f"measure round {t + 1}"
+                m = measure_queries(workload, counts, ids, rho_measure, rng, ledger=ledger, label=label)
             measured = np.concatenate([measured, m.ids])
             targets = torch.cat([targets, torch.as_tensor(m.y / n_hat, dtype=torch.float32, device=dev)])
             # GENERATE: project onto the measured answers (RAP Alg. 1), warm-started
-            ts = time.perf_counter()
-            sel = measured.copy()
+            with timed(seconds, "project"):
+                sel = measured.copy()
 
-            def loss_fn(sel=sel, tg=targets):
-                a = workload.relaxed_answers(workload.block_softmax(logits), sel)
-                return ((a - tg) ** 2).sum()
+                def loss_fn(sel=sel, tg=targets):
+                    a = workload.relaxed_answers(workload.block_softmax(logits), sel)
+                    return ((a - tg) ** 2).sum()
 
-            opt = torch.optim.Adam([logits], lr=self.lr)  # a fresh Adam per projection, as RAP's code
-            steps, loss = adam_steps(
-                opt, loss_fn, iters=self.iters, tol=self.tol, patience=self.patience,
-                progress="RAP projection" if self.progress else None,
-            )  # fmt: skip
-            seconds["project"] += time.perf_counter() - ts
+                opt = torch.optim.Adam([logits], lr=self.lr)  # a fresh Adam per projection, as RAP's code
+                steps, loss = adam_steps(
+                    opt, loss_fn, iters=self.iters, tol=self.tol, patience=self.patience,
+                    progress="RAP projection" if self.progress else None,
+                )  # fmt: skip
             trace.append(
                 {
                     "round": t + 1,
@@ -334,15 +324,14 @@ class RAP:
             bar.set_postfix(measured=int(measured.size), steps=steps, loss=f"{loss:.3g}")
 
         # GENERATE records from the relaxed rows (post-processing)
-        ts = time.perf_counter()
-        with torch.no_grad():
-            probs = workload.block_softmax(logits).double().cpu().numpy()
-        records, note = (
-            (self.synthetic_records, {}) if self.synthetic_records else bounded_records(n_hat, len(data.domain))
-        )
-        synth = workload.sample_records(probs, records, rng)
-        seconds["sample"] = time.perf_counter() - ts
-        seconds["total"] = time.perf_counter() - t0
+        with timed(seconds, "sample"):
+            with torch.no_grad():
+                probs = workload.block_softmax(logits).double().cpu().numpy()
+            records, note = (
+                (self.synthetic_records, {}) if self.synthetic_records else bounded_records(n_hat, len(data.domain))
+            )
+            synth = workload.sample_records(probs, records, rng)
+        seconds["total"] = clock.elapsed()
         return SynthesisResult.from_ledger(
             synth, self.name, self.parameters(), ledger, seconds,
             {"rho": ledger.total, "n_hat": n_hat, "measured": measured, "trace": trace, "device": str(dev),

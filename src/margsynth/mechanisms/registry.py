@@ -13,9 +13,10 @@ line, e.g.::
 
 A preset is a name bound to a factory plus keyword arguments (e.g. ``mst-prop4``, or
 ``mst-gum``: MST with ``generator=GUMGenerator()``). An override that names no field of
-the mechanism but a field of its generator object (e.g. ``iters`` of ``privsyn-pgm``'s
-``PGMGenerator``, ``max_rounds`` of ``mst-gum``'s ``GUMGenerator``) sets that field of
-the generator, so ``margsynth synth NAME -p KEY=VALUE`` reaches both.
+the mechanism but a field of the generator it holds (e.g. ``iters`` of ``privsyn-pgm``'s
+``PGMGenerator``, ``max_rounds`` of ``mst-gum``'s ``GUMGenerator``), or is written
+``generator.<field>``, sets that field of the generator, so ``margsynth synth NAME -p
+KEY=VALUE`` reaches both.
 Mechanisms that need a public dataset (``nist-mst``) declare ``needs_public=True``;
 ``run`` keyword arguments (``public=...``) are passed through by the CLI.
 """
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +42,8 @@ class MechanismSpec:
     kwargs: dict[str, Any] = field(default_factory=dict)
     needs_public: bool = False
     description: str = ""
+    #: generates with Private-PGM, so a run keeps a savable model (:func:`~.sampler.pgm_mechanisms`)
+    pgm: bool = False
 
     def resolve(self) -> Callable[..., Any]:
         f = self.factory
@@ -73,14 +77,16 @@ def register(
     needs_public: bool = False,
     description: str = "",
     replace: bool = False,
+    pgm: bool = False,
     **kwargs: Any,
 ) -> None:
-    """Register ``name`` → ``factory(**kwargs)`` (``factory`` a callable or ``"module:attr"``)."""
+    """Register ``name`` → ``factory(**kwargs)`` (``factory`` a callable or ``"module:attr"``);
+    ``pgm``: the mechanism generates with Private-PGM (its runs keep a savable model)."""
     if not isinstance(name, str) or not name or name != name.strip() or " " in name:
         raise ValueError(f"mechanism name must be a non-empty word, got {name!r}")
     if name in _REGISTRY and not replace:
         raise ValueError(f"mechanism {name!r} is already registered")
-    _REGISTRY[name] = MechanismSpec(name, factory, dict(kwargs), needs_public, description)
+    _REGISTRY[name] = MechanismSpec(name, factory, dict(kwargs), needs_public, description, pgm)
 
 
 def available() -> list[str]:
@@ -97,73 +103,53 @@ def spec(name: str) -> MechanismSpec:
 
 def create(name: str, **overrides: Any):
     """A mechanism instance for ``name`` (preset keyword arguments, then ``overrides``).
-    An override naming a field of the mechanism's generator rather than of the mechanism
-    (e.g. ``gap_tol`` of :class:`~margsynth.mechanisms.generators.PGMGenerator`) is set on
-    that generator, also when the mechanism builds it itself (``generator=None``)."""
+
+    A keyword naming a field of the mechanism sets it; one naming no field of the
+    mechanism but a field of its ``generator`` (e.g. ``gap_tol`` of
+    :class:`~margsynth.mechanisms.generators.PGMGenerator`), or written
+    ``"generator.<field>"`` (needed where both have the field, e.g. AIM's ``iters`` and its
+    final fit's ``generator.iters``), sets that field of the generator the mechanism holds.
+    Anything else is a ``ValueError`` naming the fields there are."""
     s = spec(name)
     factory = s.resolve()
-    kwargs = _route_generator_fields(factory, {**s.kwargs, **overrides})
+    kwargs = {**s.kwargs, **overrides}
+    cls = factory.__self__ if inspect.ismethod(factory) else factory
+    fields = {f.name: f for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else {}
+    gen_kw: dict[str, Any] = {}
+    if "generator" in fields:  # keywords of the generator it holds go to that generator
+        own = fields.keys() | {
+            p.name for p in inspect.signature(factory).parameters.values() if p.kind is not p.VAR_KEYWORD
+        }
+        gen_kw = {k.removeprefix("generator."): v for k, v in kwargs.items() if k not in own}
+        kwargs = {k: v for k, v in kwargs.items() if k in own}
     try:
         mech = factory(**kwargs)
     except TypeError as exc:
-        late = _default_generator_fields(factory, kwargs)
-        if not late:
-            raise ValueError(f"mechanism {name!r}: bad parameters {sorted(overrides)} ({exc})") from exc
-        # fields of the generator the mechanism builds itself (``generator=None``, e.g. MST's
-        # Private-PGM from its ``iters``): build it, then set them on a copy of that generator
-        rest = {k: v for k, v in kwargs.items() if k not in late}
-        try:
-            base = factory(**rest)
-            mech = dataclasses.replace(base, generator=dataclasses.replace(base.generator_, **late))
-        except TypeError as exc2:
-            raise ValueError(f"mechanism {name!r}: bad parameters {sorted(overrides)} ({exc2})") from exc2
-    return mech
-
-
-def _default_generator_fields(factory: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The keyword arguments that name no field of the mechanism dataclass ``factory`` but a
-    field of :class:`~margsynth.mechanisms.generators.PGMGenerator`, when the mechanism
-    has a ``generator`` field left to ``None`` (it then builds its generator itself)."""
-    if not (isinstance(factory, type) and dataclasses.is_dataclass(factory)):
-        return {}
-    fields = {f.name for f in dataclasses.fields(factory)}
-    if "generator" not in fields or kwargs.get("generator") is not None or not hasattr(factory, "generator_"):
-        return {}
-    from .generators import PGMGenerator
-
-    theirs = {f.name for f in dataclasses.fields(PGMGenerator)}
-    return {k: v for k, v in kwargs.items() if k not in fields and k in theirs}
-
-
-def _route_generator_fields(factory: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Move the keyword arguments that name no field of the mechanism dataclass
-    ``factory`` but a field of its ``generator`` object into that object."""
-    if not (isinstance(factory, type) and dataclasses.is_dataclass(factory)):
-        return kwargs
-    fields = {f.name: f for f in dataclasses.fields(factory)}
-    gen = kwargs.get("generator")
-    if "generator" not in kwargs and "generator" in fields:  # the mechanism's default generator
-        f = fields["generator"]
-        gen = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-    if not dataclasses.is_dataclass(gen) or isinstance(gen, type):
-        return kwargs
-    own = set(fields)
-    theirs = {f.name for f in dataclasses.fields(gen)}
-    moved = {k: v for k, v in kwargs.items() if k not in own and k in theirs}
-    if not moved:
-        return kwargs
-    rest = {k: v for k, v in kwargs.items() if k not in moved}
-    rest["generator"] = dataclasses.replace(gen, **moved)
-    return rest
+        raise ValueError(f"mechanism {name!r}: bad parameters {sorted(overrides)} ({exc})") from None
+    if not gen_kw:
+        return mech
+    gen = mech.generator
+    theirs = {f.name for f in dataclasses.fields(gen)} if dataclasses.is_dataclass(gen) else set()
+    unknown = sorted(k for k in gen_kw if k not in theirs)
+    if unknown:
+        raise ValueError(
+            f"mechanism {name!r}: bad parameters {unknown}; expected fields of {cls.__name__} "
+            f"({', '.join(sorted(fields))}) or of its generator {type(gen).__name__} ({', '.join(sorted(theirs))})"
+        )
+    return dataclasses.replace(mech, generator=dataclasses.replace(gen, **gen_kw))
 
 
 # --------------------------------------------------------------------------- built-ins
 register(
-    "mst", "margsynth.mechanisms.mst:MST", description="MST (NIST-MST paper §6): private Chow-Liu tree + Private-PGM"
+    "mst",
+    "margsynth.mechanisms.mst:MST",
+    pgm=True,
+    description="MST (NIST-MST paper §6): private Chow-Liu tree + Private-PGM",
 )
 register(
     "mst-prop4",
     "margsynth.mechanisms.mst:MST",
+    pgm=True,
     conversion="prop4",
     description="MST with rho from Prop. 4 as the paper's appendix states (default uses the authors' CKS conversion)",
 )
@@ -171,20 +157,28 @@ register(
     "nist-mst",
     "margsynth.mechanisms.nist_mst:NISTMST",
     needs_public=True,
+    pgm=True,
     description="NIST-MST (§5): selection on public data (Algorithm 5), Eq. 5.1 noise, Private-PGM",
 )
-register("aim", "margsynth.mechanisms.aim:AIM", description="AIM (McKenna et al. 2022), all 3-way workload by default")
 register(
-    "independent", "margsynth.mechanisms.baselines:Independent", description="independent one-way marginals baseline"
+    "aim", "margsynth.mechanisms.aim:AIM", pgm=True, description="AIM (McKenna et al. 2022), all 3-way workload by default"
+)
+register(
+    "independent",
+    "margsynth.mechanisms.baselines:Independent",
+    pgm=True,
+    description="independent one-way marginals baseline",
 )
 register(
     "adagrid",
     "margsynth.mechanisms.adagrid:AdaptiveGrid",
+    pgm=True,
     description="adaptive-granularity mechanism (Gaussian DP, Private-PGM)",
 )
 register(
     "adaptive-grid",
     "margsynth.mechanisms.adagrid:AdaptiveGrid",
+    pgm=True,
     description="alias of adagrid",
 )
 register(
@@ -205,6 +199,7 @@ register(
     # the loss (adult at eps = 1: ~2,000 iterations; at 1,000 the fit is within 5e-6 of its
     # optimum but the bound, 7.8e-3, cannot show it: docs/notes/aim.md)
     generator=PGMGenerator(iters=5000, gap_tol=1e-3, memory_limit_mb=1024.0),
+    pgm=True,
     description="PrivSyn's selection and measurements (Algorithms 1-2, Eq. 1), synthetic data from Private-PGM",
 )
 register(

@@ -42,14 +42,17 @@ import numpy as np
 from scipy.stats import rankdata
 
 from margsynth.dataset import Dataset
+from margsynth.domain import Domain
 from margsynth.metrics.marginal import marginal_tvs, tv_distance
 
 __all__ = [
+    "DESIGNATED",
     "FLOOR",
     "ConjunctionCase",
     "conjunction_delta",
     "conjunction_score",
     "designated_marginal_score",
+    "designated_triple",
     "gini_index",
     "income_inequality_components",
     "income_inequality_score",
@@ -60,6 +63,32 @@ __all__ = [
 ]
 
 _ENUMERATE_LIMIT = 2_000_000
+
+#: Designated 3-way marginal (a, b, target) of NIST criterion 3 for known schemas: the
+#: analogue of the challenge's SEX × CITY × INCWAGE (demographic × place × income).
+DESIGNATED: dict[frozenset, tuple[str, str, str]] = {
+    frozenset({"sex", "native-country", "income>50K"}): ("sex", "native-country", "income>50K"),
+    frozenset({"Sex", "Pclass", "Survived"}): ("Sex", "Pclass", "Survived"),
+}
+
+
+def designated_triple(domain: Domain) -> tuple[str, str, str]:
+    """The designated marginal of ``nist-target`` for ``domain``, read as the (sex, city, income)
+    roles of ``nist-income-inequality``: a known schema's entry of
+    :data:`DESIGNATED` (adult: sex × native-country × income>50K; titanic: Sex × Pclass ×
+    Survived), else the last attribute as target with the two smallest other attributes
+    (ties by domain order) as groups."""
+    names = set(domain.names)
+    for key, triple in DESIGNATED.items():
+        if key <= names:
+            return triple
+    if len(domain) < 3:
+        raise ValueError(f"nist-target needs at least 3 attributes, domain has {len(domain)}")
+    target = domain.names[-1]
+    others = sorted(domain.names[:-1], key=lambda a: (domain[a].size, domain.index(a)))[:2]
+    a, b = sorted(others, key=domain.index)
+    return (a, b, target)
+
 #: The challenge's floor on the synthetic fraction inside the logarithm (TN 2151).
 FLOOR = 1e-6
 #: Δ at which the challenge's conjunction score reaches 0 (ours reaches 1): ``−ln 1e-3``.
@@ -295,8 +324,6 @@ def gini_index(probs: np.ndarray, values: np.ndarray) -> float:
 
 def _roles(real: Dataset, roles: Sequence[str] | None) -> tuple[str, str, str]:
     if roles is None:
-        from .suite import designated_triple
-
         roles = designated_triple(real.domain)
     if isinstance(roles, str) or len(tuple(roles)) != 3:
         raise ValueError(f"roles must name 3 attributes (sex, city, income), got {roles!r}")
@@ -345,7 +372,7 @@ def income_inequality_components(
       no gap and is ranked after all others); 0 with fewer than 2 scored cities;
     - ``"cities"``: how many cities were scored.
 
-    ``roles = (sex, city, income)`` (default: :func:`margsynth.metrics.suite.designated_triple`,
+    ``roles = (sex, city, income)`` (default: :func:`designated_triple`,
     on adult sex × native-country × income>50K). Scored cities: those with at least
     ``min_group`` real records in each of the two groups. ``income_values``: the income of each
     income code (default the codes ``0..k-1`` themselves, an ordinal scale). Deterministic.

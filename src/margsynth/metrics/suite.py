@@ -13,33 +13,32 @@ over the same domain, lower is better. Names are stable — users script against
                             high-order-conjunction test cases, ``min(1, Δ / ln 1000)``
 ``nist-income-inequality``  NIST 2018 criterion 3: per-city Gini indices of income and the
                             cities' gender-pay-gap ranking, roles (sex, city, income) from
-                            :func:`designated_triple` (not in :data:`DEFAULT_METRICS`)
+                            :func:`~margsynth.metrics.nist2018.designated_triple` (not in :data:`DEFAULT_METRICS`)
 ``nist-target``             our stand-in for criterion 3: TV of the income distribution
-                            within every (sex, city) group of :func:`designated_triple`
+                            within every (sex, city) group of :func:`~margsynth.metrics.nist2018.designated_triple`
 ==========================  ===============================================================
 
 (TV: :func:`margsynth.metrics.marginal.tv_distance`, defined there; NIST criteria
 from :mod:`margsynth.metrics.nist2018`; how we score them: docs/notes/nist2018.md.)
 
-Other modules add theirs: ``margsynth.metrics.evaluation.EVALUATION_METRICS`` (same
-signature; the PrivPGD paper's suite: ``downstream``, ``covariance``,
-``counting-queries``, ``threshold-queries``, ``sw-2way``, ``tv-2way``) is merged in on
-first use; names already here keep their definition (one ``tv-2way``; both compute
-the same number). :func:`register_metric` adds one more.
+:data:`margsynth.metrics.evaluation.EVALUATION_METRICS` (same signature; the PrivPGD
+paper's suite: ``downstream``, ``covariance``, ``counting-queries``, ``threshold-queries``,
+``sw-2way``, ``tv-2way``) is merged in; names already here keep their definition (one
+``tv-2way``; both compute the same number). :func:`register_metric` adds one more.
 """
 
 from __future__ import annotations
 
-import importlib
 import itertools
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from ..dataset import Dataset
-from ..domain import Domain
 from . import nist2018
+from .evaluation import EVALUATION_METRICS
 from .marginal import marginal_tvs
+from .nist2018 import DESIGNATED, designated_triple  # defined there, re-exported here
 
 __all__ = [
     "DEFAULT_METRICS",
@@ -54,32 +53,6 @@ __all__ = [
 ]
 
 Metric = Callable[..., float]
-
-#: Designated 3-way marginal (a, b, target) of NIST criterion 3 for known schemas: the
-#: analogue of the challenge's SEX × CITY × INCWAGE (demographic × place × income).
-DESIGNATED: dict[frozenset, tuple[str, str, str]] = {
-    frozenset({"sex", "native-country", "income>50K"}): ("sex", "native-country", "income>50K"),
-    frozenset({"Sex", "Pclass", "Survived"}): ("Sex", "Pclass", "Survived"),
-}
-
-
-def designated_triple(domain: Domain) -> tuple[str, str, str]:
-    """The designated marginal of ``nist-target`` for ``domain``, read as the (sex, city, income)
-    roles of ``nist-income-inequality``: a known schema's entry of
-    :data:`DESIGNATED` (adult: sex × native-country × income>50K; titanic: Sex × Pclass ×
-    Survived), else the last attribute as target with the two smallest other attributes
-    (ties by domain order) as groups."""
-    names = set(domain.names)
-    for key, triple in DESIGNATED.items():
-        if key <= names:
-            return triple
-    if len(domain) < 3:
-        raise ValueError(f"nist-target needs at least 3 attributes, domain has {len(domain)}")
-    target = domain.names[-1]
-    others = sorted(domain.names[:-1], key=lambda a: (domain[a].size, domain.index(a)))[:2]
-    a, b = sorted(others, key=domain.index)
-    return (a, b, target)
-
 
 def _check_pair(real: Dataset, synth: Dataset) -> None:
     for name, ds in (("real", real), ("synthetic", synth)):
@@ -132,13 +105,13 @@ def nist_conjunctions(real: Dataset, synth: Dataset, *, rng: np.random.Generator
 
 def nist_income_inequality(real: Dataset, synth: Dataset, *, rng: np.random.Generator | None = None) -> float:
     """NIST 2018 criterion 3 (paper §3.3 (3)): per-city Gini and pay-gap ranking on
-    :func:`designated_triple` read as (sex, city, income). Deterministic."""
+    :func:`~margsynth.metrics.nist2018.designated_triple` read as (sex, city, income). Deterministic."""
     _check_pair(real, synth)
     return nist2018.income_inequality_score(real, synth, designated_triple(real.domain))
 
 
 def nist_target(real: Dataset, synth: Dataset, *, rng: np.random.Generator | None = None) -> float:
-    """Our stand-in for NIST 2018 criterion 3 (paper §3.3 (3)) on :func:`designated_triple`."""
+    """Our stand-in for NIST 2018 criterion 3 (paper §3.3 (3)) on :func:`~margsynth.metrics.nist2018.designated_triple`."""
     _check_pair(real, synth)
     return nist2018.designated_marginal_score(real, synth, designated_triple(real.domain))
 
@@ -157,24 +130,8 @@ METRICS: dict[str, Metric] = {
 #: (``ValueError`` otherwise) and so is computed only when asked for.
 DEFAULT_METRICS: tuple[str, ...] = tuple(n for n in METRICS if n != "nist-income-inequality")
 
-_merged = False
-
-
-def _merge_plugins() -> None:
-    """Merge ``margsynth.metrics.evaluation.EVALUATION_METRICS`` (if that module exists)."""
-    global _merged
-    if _merged:
-        return
-    _merged = True
-
-    try:
-        evaluation = importlib.import_module(f"{__package__}.evaluation")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{__package__}.evaluation":
-            raise
-        return
-    for name, fn in getattr(evaluation, "EVALUATION_METRICS", {}).items():
-        METRICS.setdefault(name, fn)
+# The PrivPGD paper's suite joins the registry; a name already here keeps its definition.
+METRICS.update({name: fn for name, fn in EVALUATION_METRICS.items() if name not in METRICS})
 
 
 def register_metric(name: str, fn: Metric, *, replace: bool = False) -> None:
@@ -189,12 +146,10 @@ def register_metric(name: str, fn: Metric, *, replace: bool = False) -> None:
 
 
 def available_metrics() -> list[str]:
-    _merge_plugins()
     return list(METRICS)
 
 
 def get_metric(name: str) -> Metric:
-    _merge_plugins()
     try:
         return METRICS[name]
     except KeyError:

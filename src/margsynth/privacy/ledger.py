@@ -8,6 +8,12 @@ A :class:`BudgetLedger` holds a total budget in one *currency*:
 - ``"gdp"`` — μ of Gaussian DP (Dong, Roth & Su 2019). Costs compose as
   ``sqrt(Σ μ_i²)`` (Cor. 3.3); the final (ε, δ) follows from Cor. 2.13.
 
+A run opens one ledger (:meth:`BudgetLedger.from_dp`) and hands parts of it on:
+:meth:`BudgetLedger.sub` carves out a sub-budget — in the same currency, or in GDP μ out
+of a zCDP ρ (a μ-GDP composition of Gaussian measurements is μ²/2-zCDP) — whose every
+charge is charged to the parent at the same moment, so the parent lists every cost of
+the run and its total is never exceeded. A mechanism is handed such a budget and spends it.
+
 Each measurement or selection is recorded with :meth:`BudgetLedger.charge` *before*
 its noise is drawn; a charge that would overspend raises ``ValueError`` and leaves the
 ledger unchanged, so a mechanism that charges first never draws noise it cannot pay
@@ -27,7 +33,7 @@ import pandas as pd
 
 from . import accounting as acc
 
-__all__ = ["CALIBRATION_MARGIN", "KINDS", "BudgetLedger", "Charge"]
+__all__ = ["CALIBRATION_MARGIN", "KINDS", "SUB_MARGIN", "BudgetLedger", "Charge"]
 
 #: Kinds of charge a ledger knows how to price (see :meth:`BudgetLedger.cost`).
 #: ``"other"`` is a cost computed by the caller (e.g. a sub-mechanism's own analysis).
@@ -44,6 +50,10 @@ _RTOL = 1e-12
 #: the ledger at the end is never above the request, exactly in floating point, for any
 #: split of the budget (costing at most a relative 1e-10 of ρ, about 5e-11 of ε).
 CALIBRATION_MARGIN = 1e-10
+#: Margin of :meth:`BudgetLedger.sub`: a sub-budget holds ``(1 - margin)`` times the cost
+#: carved out, so that its own overspend slack (``_RTOL``) and the rounding of the sums never
+#: take the parent past its total: the parent's ``spent`` stays ``<= total`` exactly.
+SUB_MARGIN = 1e-11
 
 
 @dataclass(frozen=True)
@@ -114,6 +124,9 @@ class BudgetLedger:
         self._spent_additive = 0.0  # ρ (zCDP) or μ² (GDP): the quantity that adds up
         # (additive budget, delta) verified (epsilon, delta)-DP by from_dp's calibration
         self._certified: tuple[float, float] | None = None
+        # a sub-budget (:meth:`sub`): the ledger every charge is also made to, and its label there
+        self.parent: BudgetLedger | None = None
+        self.label: str | None = None
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -145,6 +158,63 @@ class BudgetLedger:
         led = cls(total, currency=currency, delta=d, conversion=conversion, epsilon=eps)
         led._certified = (led._additive(certified), d)
         return led
+
+    def sub(self, cost: float, label: str, *, currency: str | None = None) -> BudgetLedger:
+        """A sub-budget of ``cost`` (in this ledger's currency) to hand to a mechanism.
+
+        The sub-budget is a ledger of its own (``currency``: this one's by default, or
+        ``"gdp"`` out of a zCDP ledger: ``μ = sqrt(2 cost)``, since μ-GDP Gaussian
+        measurements compose to μ²/2-zCDP — Dong, Roth & Su, JRSS-B 2022, Cor. 3.3, with
+        Prop. 1 of the NIST-MST paper). Each of its charges is charged to this ledger at the
+        same moment, labelled ``"<label>: <its label>"`` (a GDP charge as the zCDP cost of
+        the same Gaussian noise), and neither records it unless both accept it: this ledger
+        never spends more than its total, however its sub-budgets are spent. Nothing is
+        reserved: sub-budgets and direct charges share this ledger's total. The
+        sub-budget reports (ε, δ) at this ledger's δ and conversion. It holds
+        ``(1 - SUB_MARGIN)`` of ``cost``, so that this ledger's ``spent`` never exceeds its
+        total, not by one ulp, however the sub-budget is split.
+        """
+        c = acc._positive("cost", cost)
+        if not isinstance(label, str) or not label:
+            raise ValueError(f"label must be a non-empty string, got {label!r}")
+        cur = self.currency if currency is None else currency
+        if cur not in _CURRENCIES:
+            raise ValueError(f"currency must be one of {_CURRENCIES}, got {cur!r}")
+        c *= 1.0 - SUB_MARGIN
+        if cur == self.currency:
+            total = c
+        elif cur == "gdp":  # zCDP parent: a μ-GDP Gaussian composition costs μ²/2 zCDP
+            total = math.sqrt(2.0 * c)
+        else:
+            raise ValueError(
+                "a GDP ledger cannot hold a zCDP sub-budget (its selections and Laplace noise have no exact "
+                "mu-GDP price); open the run's ledger in zCDP"
+            )
+        child = BudgetLedger(total, currency=cur, delta=self.delta, conversion=self.conversion)
+        child.parent, child.label = self, label
+        return child
+
+    def epsilon_of_total(self) -> float:
+        """The ε this ledger's whole budget amounts to at its δ: the ``epsilon`` of
+        :meth:`from_dp`, else the conversion of :attr:`total` (Prop. 4 / CKS on ρ, Dong et al.
+        Cor. 2.13 on μ). What a mechanism whose rules depend on ε reads from a budget."""
+        if self.epsilon is not None:
+            return self.epsilon
+        if self.delta is None:
+            raise ValueError("no delta: the ledger's total has no (epsilon, delta) equivalent")
+        if self.currency == "zcdp":
+            return acc.zcdp_to_dp(self.total, self.delta, conversion=self.conversion)
+        return acc.gdp_epsilon(self.total, self.delta)
+
+    def _to_parent(self, kind: str, cost: float, params: Mapping[str, Any]) -> tuple[str, float]:
+        """A charge of this sub-budget priced in its parent's currency (the same, or a GDP
+        Gaussian measurement as zCDP: ρ = Δ²/(2σ²), i.e. μ²/2; Prop. 1)."""
+        assert self.parent is not None
+        if self.currency == self.parent.currency:
+            return kind, cost
+        if kind == "gaussian" and "sigma" in params and "sensitivity" in params:
+            return kind, self.parent.cost("gaussian", sigma=params["sigma"], sensitivity=params["sensitivity"])
+        return "other", cost * cost / 2.0
 
     # ------------------------------------------------------------------ pricing
     def cost(self, kind: str, **params: float) -> float:
@@ -256,6 +326,9 @@ class BudgetLedger:
                 f"charge {label!r} ({kind}) of {c:.6g} {self._unit} would overspend the budget: "
                 f"spent {self.spent:.6g} of {self.total:.6g}, remaining {self.remaining:.6g}"
             )
+        if self.parent is not None:  # the parent accepts it too, or nothing is recorded
+            pkind, pcost = self._to_parent(kind, c, params)
+            self.parent.charge(pkind, pcost, f"{self.label}: {label}", **params)
         entry = Charge(step=len(self._entries), kind=kind, label=label, cost=c, params=params)
         self._entries.append(entry)
         self._spent_additive += self._additive(c)

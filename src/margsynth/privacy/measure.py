@@ -9,8 +9,9 @@ once, before any noise is drawn.
 
 The result is the measurement log — a :class:`NoisyMarginals`, the one type for "a set of
 noisy marginals" that every generator consumes (Private-PGM: Algorithm 1 step 4 appends
-``(w_C I, ỹ, σ, C)``, see :meth:`NoisyMarginal.to_measurement`; GUM and PrivPGD: the
-per-marginal estimates and variances, :meth:`NoisyMarginals.targets`).
+``(w_C I, ỹ, σ, C)``, converted by its consumer,
+:func:`margsynth.inference.pgm.from_noisy_marginals`; GUM and PrivPGD: the per-marginal
+estimates and variances, :meth:`NoisyMarginals.targets`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..dataset import Dataset
-from ..inference.pgm.measurement import Measurement
 from . import accounting as acc
 from .ledger import BudgetLedger
 from .mechanisms import _check_ledger, _check_rng
@@ -122,15 +122,6 @@ class NoisyMarginal:
             )
         return self.sigma / float(np.abs(d).max())
 
-    def to_measurement(self, name: str | None = None) -> Measurement:
-        """Algorithm 1 step 4's 4-tuple ``(Q, ỹ, σ, C)`` as a Private-PGM
-        :class:`~margsynth.inference.pgm.Measurement` (the same term of Eq. 4.1): answers
-        ``ỹ / w_C`` of ``M_C`` with noise scale ``σ / w_C``, or ``(Q, ỹ, σ)`` as given."""
-        name = "/".join(self.clique) if name is None else name
-        if self.query is None:
-            return Measurement(self.clique, None, self.estimate, self.std, name=name)
-        return Measurement(self.clique, self.query, self.y, self.sigma, name=name)
-
     def __repr__(self) -> str:
         """Short summary of the Algorithm 1 log entry (not the noisy values)."""
         q = "" if self.query is None else f", query={self.query.shape}"
@@ -166,10 +157,6 @@ class NoisyMarginals(tuple):
     @property
     def cliques(self) -> tuple[tuple[str, ...], ...]:
         return tuple(m.clique for m in self)
-
-    def measurements(self, sep: str = "/") -> list[Measurement]:
-        """The Private-PGM measurements (Eq. 4.1), one per noisy marginal."""
-        return [m.to_measurement(sep.join(m.clique)) for m in self]
 
     def targets(self) -> list[tuple[tuple[str, ...], np.ndarray, float]]:
         """``(clique, estimate, per-cell variance)`` of each marginal — the input of

@@ -1,30 +1,39 @@
 """One call from a raw table to a decoded synthetic table: :func:`synthesize`.
 
 The budget is one (ε, δ) for everything, held in one zCDP
-:class:`~margsynth.privacy.BudgetLedger`:
+:class:`~margsynth.privacy.BudgetLedger` opened for the run:
 
 1. If the schema discovers category sets, ``DELTA_SHARE`` of δ is set aside for their
    thresholds (``δ_c = DELTA_SHARE · δ · e^{-ε}``; see :mod:`~margsynth.tabular.discovery`,
    which explains the ``e^ε``) and the ledger is calibrated to ``(ε, δ_conv)``,
-   ``δ_conv = (1 - DELTA_SHARE) δ``; otherwise to ``(ε, δ)``.
-2. Preprocessing spends ``preprocessing_share`` of the ledger's ρ (only if something is
-   left to discover; nothing otherwise).
-3. The mechanism gets the rest: the largest ``ε_m`` whose ledger — the one the
-   mechanism builds from ``(ε_m, δ_conv)`` (zCDP with its conversion, or Gaussian DP for
-   the adaptive grid, whose μ-GDP Gaussian measurements cost ``μ²/2`` zCDP, Prop. 1 of
-   McKenna et al., JPC 2021, arXiv:2108.04978) — fits in the remaining ρ. It is computed
-   before any noise is drawn. After the run each of its charges is copied into the
-   run's ledger (labelled ``"<mechanism>: ..."``), so the ledger lists every cost.
+   ``δ_conv = (1 - DELTA_SHARE) δ``; otherwise to ``(ε, δ)``. Its conversion is the
+   mechanism's (``mechanism.conversion``; the tighter Canonne–Kamath–Steinke conversion
+   when the mechanism spends Gaussian DP).
+2. Preprocessing spends what the budget rule of
+   :func:`~margsynth.tabular.encoder.discovery_budget` gives each discovery step (only if
+   something is left to discover; nothing otherwise), or exactly ``preprocessing_share``
+   of the ledger's ρ when that is given.
+3. The mechanism is handed what is left as a sub-budget of the run's ledger
+   (:meth:`~margsynth.privacy.BudgetLedger.sub`), in the currency it declares — zCDP ρ, or
+   for the adaptive grid GDP μ = sqrt(2ρ), since μ-GDP Gaussian measurements compose to
+   μ²/2-zCDP (Prop. 1 of McKenna, Miklau & Sheldon, JPC 2021, arXiv:2108.04978). Each of
+   its charges lands on the run's ledger as it is made (labelled ``"<mechanism>: ..."``),
+   so the ledger lists every cost and refuses any that would overspend.
 4. The run is ``(ε_spent, δ_conv + e^{ε_spent} δ_c)``-DP with ``ε_spent`` the ledger's
    conversion of the total ρ at ``δ_conv``: at most the requested (ε, δ).
+
+:func:`prepare` makes every check — arguments, schema, every cell, the mechanism's
+hyperparameters and its own ``validate`` against the smallest and the largest domain
+discovery can give — and returns a :class:`PreparedRun` whose :meth:`~PreparedRun.run`
+draws the noise; the command line checks with :func:`prepare` before it reserves its
+output files.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,112 +41,158 @@ import pandas as pd
 
 from ..dataset import Dataset
 from ..mechanisms import registry
-from ..mechanisms.base import check_positive_int, check_privacy_params
+from ..mechanisms.base import Mechanism, check_privacy_params, check_seed
 from ..privacy import BudgetLedger
-from ..privacy import accounting as acc
-from .encoder import Encoder, check_table, domain_extremes, fit_encoder
+from ..timing import Stopwatch
+from .encoder import Encoder, check_table, discovery_budget, domain_extremes, fit_encoder
 from .schema import Schema
 
 __all__ = [
     "DEFAULT_PREPROCESSING_SHARE",
     "DELTA_SHARE",
-    "mechanism_accounting",
-    "mechanism_epsilon",
+    "PreparedRun",
+    "TableError",
     "encoder_of",
+    "prepare",
     "sidecar",
     "synthesize",
 ]
 
-#: Share of the zCDP budget ρ spent on private discovery (when the schema has any).
-DEFAULT_PREPROCESSING_SHARE = 0.1
+#: ``preprocessing_share`` of a run: ``None``, the budget rule of
+#: :func:`~margsynth.tabular.encoder.discovery_budget` (a share of ρ that adapts to the
+#: table's size and columns).
+DEFAULT_PREPROCESSING_SHARE = None
 #: Share of δ set aside for the thresholds of category discovery (when the schema has any).
 DELTA_SHARE = 0.1
-#: Mechanism classes whose ledger is Gaussian DP (``BudgetLedger.from_dp(..., currency="gdp")``).
-_GDP_MECHANISMS = ("AdaptiveGrid",)
-#: Names of the field that sets the number of synthetic records, by preference.
-_RECORD_FIELDS = ("synthetic_records", "n_particles")
 
 
-def mechanism_accounting(mech: Any) -> tuple[str, str]:
-    """``(currency, conversion)`` of the ledger ``mech.run`` builds from (ε, δ): Gaussian DP
-    for the adaptive grid, else zCDP with the mechanism's ``conversion`` field (Prop. 4 when
-    it has none). :func:`synthesize` checks it against the ledger the run reports."""
-    if type(mech).__name__ in _GDP_MECHANISMS:
-        return "gdp", "gdp"
-    return "zcdp", getattr(mech, "conversion", "prop4")
+class TableError(ValueError):
+    """A cell, column or header of the raw table that does not fit the schema (raised by
+    :func:`prepare` with :func:`~margsynth.tabular.encoder.check_table`'s message)."""
 
 
-def mechanism_epsilon(rho: float, delta: float, currency: str, conversion: str) -> float:
-    """The largest ε (to a relative 1e-12) such that the ledger a mechanism builds from
-    ``(ε, delta)`` holds at most ``rho`` zCDP: ``zcdp_rho(ε, δ) ≤ ρ``, or for Gaussian DP
-    ``μ(ε, δ)²/2 ≤ ρ`` (a μ-GDP composition of Gaussian measurements is μ²/2-zCDP,
-    Prop. 1 and Prop. 3 of arXiv:2108.04978). ``ValueError`` when no positive ε fits."""
-    if currency == "zcdp":
-        eps = acc.zcdp_to_dp(rho, delta, conversion=conversion)
+@dataclass(frozen=True)
+class PreparedRun:
+    """A raw-table run whose every check has passed (:func:`prepare`); :meth:`run` spends
+    the budget. ``checked`` is :func:`~margsynth.tabular.encoder.check_table`'s reading
+    of the table (cells parsed once)."""
 
-        def cost(e: float) -> float:
-            return acc.zcdp_rho(e, delta, conversion=conversion)
-    else:
-        eps = acc.gdp_epsilon(math.sqrt(2.0 * rho), delta)
+    df: pd.DataFrame
+    schema: Schema
+    checked: Mapping[str, tuple[np.ndarray, Any]]
+    mechanism_name: str
+    mechanism: Mechanism
+    epsilon: float
+    delta: float
+    preprocessing_share: float | None
+    public: pd.DataFrame | None = None
 
-        def cost(e: float) -> float:
-            return acc.gdp_mu_for_dp(e, delta) ** 2 / 2.0
+    @property
+    def discovers(self) -> bool:
+        """Whether anything is left to discover (then preprocessing spends its share)."""
+        return bool(self.schema.discovers)
 
-    if not (eps > 0 and math.isfinite(eps)):
-        raise ValueError(
-            f"the mechanism's share of the budget (rho={rho:.6g}) gives no usable epsilon at delta={delta!r}"
-        )
-    for _ in range(10_000):
-        if cost(eps) <= rho:
-            return eps
-        eps *= 1.0 - 1e-12 * 2 ** min(_, 30)
-    raise ValueError(f"no mechanism epsilon fits rho={rho!r}")  # pragma: no cover
+    @property
+    def category_steps(self) -> int:
+        """The number of discovered category sets (each spends part of ``δ_c``)."""
+        return sum(c.discovers[:1] == ("categories",) for c in self.schema.columns)
+
+    def deltas(self) -> tuple[float, float]:
+        """``(δ_conv, δ_c)``: the δ of the zCDP conversion and the one set aside for the
+        category thresholds (module docstring, step 1)."""
+        if not self.category_steps:
+            return self.delta, 0.0
+        # the relative 1e-12 absorbs the rounding of exp and of the sum in run()
+        return (1.0 - DELTA_SHARE) * self.delta, DELTA_SHARE * self.delta * math.exp(-self.epsilon) * (1.0 - 1e-12)
+
+    def ledger(self) -> BudgetLedger:
+        """The run's ledger (step 1 of the module docstring). Nothing is charged."""
+        mech = self.mechanism
+        delta_conv, _ = self.deltas()
+        conversion = mech.conversion if mech.currency == "zcdp" else "cks"
+        return BudgetLedger.from_dp(self.epsilon, delta_conv, conversion=conversion)
+
+    def smallest_budget(self) -> BudgetLedger:
+        """The smallest sub-budget the mechanism can be handed: the run's ρ less the most
+        discovery can spend (:func:`~margsynth.tabular.encoder.discovery_budget`). The
+        mechanism's checks run against it before any charge (they are monotone in the
+        budget). Nothing is charged."""
+        ledger = self.ledger()
+        most = discovery_budget(self.schema, ledger.total, self.preprocessing_share)["most"]
+        return ledger.sub(ledger.total - most, self.mechanism_name, currency=self.mechanism.currency)
+
+    def run(self, seed: int) -> tuple[pd.DataFrame, dict[str, Any]]:
+        """Discovery, encoding, the mechanism on its sub-budget, decoding: the synthetic
+        table and the report (see :func:`synthesize`)."""
+        seed = check_seed(seed)
+        clock = Stopwatch()
+        ledger = self.ledger()
+        delta_conv, delta_cat = self.deltas()
+        rng = np.random.default_rng(int(seed))
+        encoder, prep = fit_encoder(
+            self.df, self.schema, ledger=ledger, rng=rng, share=self.preprocessing_share,
+            delta=delta_cat if self.category_steps else None, checked=self.checked,
+        )  # fmt: skip
+        t_pre = clock.elapsed()
+        data = encoder.encode(self.df)
+        run_kw: dict[str, Any] = {}
+        if self.public is not None:
+            run_kw["public"] = encoder.encode(self.public)
+        # the mechanism's budget: everything discovery left
+        budget = ledger.sub(ledger.remaining, self.mechanism_name, currency=self.mechanism.currency)
+        result = self.mechanism.run(data, rng=rng, budget=budget, **run_kw)
+        synthetic = encoder.decode(result.synthetic, rng)
+        synthetic = synthetic[[str(c) for c in self.df.columns if str(c) in self.schema.names]]  # the table's order
+        eps_spent, _ = ledger.spent_dp()
+        delta_spent = delta_conv + (math.exp(eps_spent) * delta_cat if delta_cat else 0.0)
+        report: dict[str, Any] = {
+            "mechanism": self.mechanism_name,
+            "parameters": result.parameters,
+            "epsilon": float(eps_spent),
+            "delta": float(delta_spent),
+            "requested": {"epsilon": self.epsilon, "delta": self.delta},
+            "records": len(synthetic),
+            "seed": int(seed),
+            "preprocessing": {**prep, "preprocessing_share": prep["rho"] / ledger.total if self.preprocessing_share is None
+                              or not self.discovers else self.preprocessing_share},  # fmt: skip
+            "mechanism_budget": {"currency": budget.currency, "total": budget.total, "spent": budget.spent},
+            "budget": {
+                "rho_total": ledger.total,
+                "rho_spent": ledger.spent,
+                "delta_conversion": delta_conv,
+                "delta_categories": delta_cat,
+                "composition": "epsilon from the total rho at delta_conversion; "
+                "delta = delta_conversion + exp(epsilon) * delta_categories",
+            },  # fmt: skip
+            "ledger": ledger.to_dict(),
+            "seconds": {"preprocessing": t_pre, **result.seconds, "total": clock.elapsed()},
+            "encoder": encoder.to_dict(),
+            "result": result,
+        }
+        if report["delta"] > self.delta or report["epsilon"] > self.epsilon:  # pragma: no cover - by construction
+            raise RuntimeError(
+                f"spent ({report['epsilon']!r}, {report['delta']!r}) exceeds ({self.epsilon!r}, {self.delta!r})"
+            )
+        return synthetic, report
 
 
-def _records_field(mech: Any) -> str:
-    fields = {f.name for f in dataclasses.fields(mech)} if dataclasses.is_dataclass(mech) else set()
-    for name in _RECORD_FIELDS:
-        if name in fields:
-            return name
-    raise ValueError(f"n: mechanism {type(mech).__name__} has no parameter setting the number of records")
-
-
-def _recharge(ledger: BudgetLedger, records: list[dict[str, Any]], currency: str, prefix: str) -> None:
-    """Copy a mechanism's charges into the run's zCDP ledger (Gaussian DP costs μ → μ²/2)."""
-    for rec in records:
-        params = {k: v for k, v in rec.items() if k not in ("step", "label", "kind", "cost")}
-        label = f"{prefix}: {rec['label']}"
-        kind, cost = rec["kind"], float(rec["cost"])
-        if currency == "gdp":
-            if kind == "gaussian" and "sigma" in params and "sensitivity" in params:
-                cost = ledger.cost("gaussian", sigma=params["sigma"], sensitivity=params["sensitivity"])
-            else:
-                kind, cost = "other", cost * cost / 2.0
-        ledger.charge(kind, cost, label, **params)
-
-
-def _validate_before_discovery(
-    mech: Any,
-    schema: Schema,
-    checked: Mapping[str, Any],
-    rows: int,
-    public_rows: int | None,
-    epsilon: float,
-    delta: float,
-) -> None:
-    """``mech.validate`` on all-zero placeholder tables of ``rows`` (and ``public_rows``)
-    records over the smallest and the largest domain private discovery can give
-    (:func:`~margsynth.tabular.encoder.domain_extremes`): no noise, no charge. Its size
-    checks are monotone in each attribute's size, so passing both extremes means the run
-    after discovery passes them too. A refusal names the extreme and the size ranges."""
-    smallest, largest = domain_extremes(schema, checked)
+def _validate_extremes(run: PreparedRun) -> None:
+    """``mech.validate`` on all-zero placeholder tables of the table's (and the public
+    table's) size over the smallest and the largest domain private discovery can give
+    (:func:`~margsynth.tabular.encoder.domain_extremes`), with the mechanism's sub-budget:
+    no noise, no charge. Its size checks are monotone in each attribute's size, so passing
+    both extremes means the run after discovery passes them too. A refusal names the
+    extreme and the size ranges."""
+    smallest, largest = domain_extremes(run.schema, run.checked)
     extremes = [("largest", largest)] if smallest == largest else [("largest", largest), ("smallest", smallest)]
+    budget = run.smallest_budget()
+    rows = len(run.df)
     for which, dom in extremes:
         kw: dict[str, Any] = {}
-        if public_rows is not None:
-            kw["public"] = Dataset._trusted(np.zeros((public_rows, len(dom)), dtype=np.int8), dom)
+        if run.public is not None:
+            kw["public"] = Dataset._trusted(np.zeros((len(run.public), len(dom)), dtype=np.int8), dom)
         try:
-            mech.validate(Dataset._trusted(np.zeros((rows, len(dom)), dtype=np.int8), dom), epsilon, delta, **kw)
+            run.mechanism.validate(Dataset._trusted(np.zeros((rows, len(dom)), dtype=np.int8), dom), budget=budget, **kw)
         except ValueError as exc:
             if len(extremes) == 1:
                 raise
@@ -156,6 +211,58 @@ def _validate_before_discovery(
             ) from None
 
 
+def prepare(
+    df: pd.DataFrame,
+    schema: Schema | Mapping[str, Any] | str,
+    mechanism: str = "mst",
+    *,
+    epsilon: float,
+    delta: float,
+    preprocessing_share: float = DEFAULT_PREPROCESSING_SHARE,
+    public: pd.DataFrame | None = None,
+    **hyperparameters: Any,
+) -> PreparedRun:
+    """Every check of a raw-table run, before any charge or draw: the privacy parameters,
+    ``preprocessing_share``, the schema, every cell of ``df`` (and ``public``), the
+    mechanism's name and hyperparameters (it is built here, once), and the mechanism's own
+    ``validate`` against the smallest and the largest domain discovery can produce
+    (:func:`~margsynth.tabular.encoder.domain_extremes`), so a run they accept cannot be
+    refused after discovery. ``ValueError`` naming the argument, the value and what was
+    expected."""
+    check_privacy_params(epsilon, delta)
+    if preprocessing_share is not None and (
+        isinstance(preprocessing_share, bool)
+        or not isinstance(preprocessing_share, (int, float))
+        or not (0 < preprocessing_share < 1)
+    ):
+        raise ValueError(f"preprocessing_share must be in (0, 1) or None, got {preprocessing_share!r}")
+    schema = Schema.coerce(schema)
+    try:
+        checked = check_table(df, schema)
+    except ValueError as exc:
+        raise TableError(str(exc)) from None
+    spec = registry.spec(mechanism)
+    if spec.needs_public and public is None:
+        raise ValueError(f"public: mechanism {mechanism!r} needs a public table (public=DataFrame)")
+    if public is not None:
+        try:
+            check_table(public, schema)
+        except ValueError as exc:
+            raise TableError(f"public: {exc}") from None
+    mech = registry.create(mechanism, **hyperparameters)
+    run = PreparedRun(df, schema, checked, mechanism, mech, float(epsilon), float(delta), preprocessing_share, public)
+    if run.category_steps and not run.deltas()[1] > 0:
+        raise ValueError(f"epsilon={epsilon!r} is too large to leave a positive delta for category discovery")
+    ledger = run.ledger()
+    most = discovery_budget(schema, ledger.total, preprocessing_share)["most"]
+    if not most < ledger.total:
+        raise ValueError(
+            f"preprocessing_share={preprocessing_share!r}: discovery would leave the mechanism no budget; expected less"
+        )
+    _validate_extremes(run)
+    return run
+
+
 def synthesize(
     df: pd.DataFrame,
     schema: Schema | Mapping[str, Any] | str,
@@ -165,131 +272,31 @@ def synthesize(
     delta: float,
     seed: int,
     preprocessing_share: float = DEFAULT_PREPROCESSING_SHARE,
-    n: int | None = None,
     public: pd.DataFrame | None = None,
     **hyperparameters: Any,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """A decoded synthetic table of ``df`` from any registered mechanism, and the run's report.
 
-    ``schema`` is a :class:`Schema`, its dict, or the path of its JSON. The budget is split
-    as the module docstring says (``preprocessing_share`` of ρ to discovery, default
-    :data:`DEFAULT_PREPROCESSING_SHARE`); ``n`` sets the number of synthetic records
-    (the mechanism's ``synthetic_records``/``n_particles``); ``public`` is the public table
-    of mechanisms that need one (NIST-MST), coded with the same encoder; the other keyword
-    arguments are the mechanism's hyperparameters. Every check — arguments, schema, cells,
-    hyperparameters, budget, and the mechanism's own ``validate`` — runs before the first
-    charge and the first draw; the checks that depend on the domain (a marginal too large
-    for memory, a one-value attribute) run against the smallest and the largest domain
-    discovery can produce (:func:`~margsynth.tabular.encoder.domain_extremes`), so a run
-    they accept cannot be refused after discovery.
+    ``schema`` is a :class:`Schema`, its dict, or the path of its JSON; columns of ``df``
+    it does not name are left out (the report's ``preprocessing.left_out``), and the output
+    keeps the table's column order. The budget is split as the module docstring says
+    (``preprocessing_share``: ``None`` for the budget rule, or a fixed share of ρ);
+    ``public`` is the public table of mechanisms
+    that need one (NIST-MST), coded with the same encoder; the other keyword arguments are
+    the mechanism's hyperparameters (``synthetic_records=N`` sets the number of records).
+    Every check runs before the first charge and the first draw (:func:`prepare`).
 
     The report (a dict) has ``mechanism, parameters, epsilon, delta`` (spent, at most the
     requested), ``requested``, ``records``, ``seed``, ``preprocessing`` (per column what was
-    done and what it cost), ``mechanism_budget``, ``ledger`` (every charge; its ``spent`` is
-    the total ρ), ``encoder`` (:meth:`Encoder.to_dict`) and ``result``, the mechanism's
+    done and what it cost), ``mechanism_budget`` (the sub-budget handed to the mechanism:
+    currency, total, spent), ``budget``, ``ledger`` (every charge; its ``spent`` is the
+    total ρ), ``encoder`` (:meth:`Encoder.to_dict`) and ``result``, the mechanism's
     :class:`~margsynth.mechanisms.base.SynthesisResult` (not JSON; :func:`sidecar` drops it).
     """
-    t0 = time.perf_counter()
-    check_privacy_params(epsilon, delta)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
-    if (
-        isinstance(preprocessing_share, bool)
-        or not isinstance(preprocessing_share, (int, float))
-        or not (0 < preprocessing_share < 1)
-    ):
-        raise ValueError(f"preprocessing_share must be in (0, 1), got {preprocessing_share!r}")
-    if n is not None:
-        n = check_positive_int("n", n)
-    schema = Schema.coerce(schema)
-    checked = check_table(df, schema)
-    spec = registry.spec(mechanism)
-    if spec.needs_public:
-        if public is None:
-            raise ValueError(f"public: mechanism {mechanism!r} needs a public table (public=DataFrame)")
-    if public is not None:
-        check_table(public, schema)
-    mech = registry.create(mechanism, **hyperparameters)
-    if n is not None:
-        field = _records_field(mech)
-        if field in hyperparameters:
-            raise ValueError(f"n: given both n={n} and {field}={hyperparameters[field]!r}; give one")
-        mech = dataclasses.replace(mech, **{field: n})
-    currency, conversion = mechanism_accounting(mech)
-
-    # the budget: delta for the category thresholds, the rest for the zCDP conversion
-    discovers = schema.discovers
-    cat_steps = sum(c.discovers[:1] == ("categories",) for c in schema.columns)
-    if cat_steps:
-        delta_conv = (1.0 - DELTA_SHARE) * delta
-        # the relative 1e-12 absorbs the rounding of exp and of the sum below
-        delta_cat = DELTA_SHARE * delta * math.exp(-epsilon) * (1.0 - 1e-12)
-        if not delta_cat > 0:
-            raise ValueError(f"epsilon={epsilon!r} is too large to leave a positive delta for category discovery")
-    else:
-        delta_conv, delta_cat = delta, 0.0
-    ledger = BudgetLedger.from_dp(epsilon, delta_conv, conversion="cks" if currency == "gdp" else conversion)
-    pre_rho = ledger.portion(preprocessing_share) if discovers else 0.0
-    rest = ledger.total - pre_rho
-    eps_m = mechanism_epsilon(rest, delta_conv, currency, conversion)
-    # the mechanism's own checks (hyperparameters, sizes, memory) against the smallest and
-    # the largest domain discovery can produce, so none of them can refuse after a charge
-    _validate_before_discovery(mech, schema, checked, len(df), None if public is None else len(public), eps_m,
-                               delta_conv)  # fmt: skip
-
-    rng = np.random.default_rng(int(seed))
-    encoder, prep = fit_encoder(df, schema, ledger=ledger, rng=rng, share=preprocessing_share,
-                                delta=delta_cat if cat_steps else None)  # fmt: skip
-    t_pre = time.perf_counter() - t0
-    data = encoder.encode(df)
-    run_kw: dict[str, Any] = {}
-    if public is not None:
-        run_kw["public"] = encoder.encode(public)
-    mech.validate(data, eps_m, delta_conv, rng=rng, **run_kw)  # passes: the domain lies between the extremes
-    result = mech.run(data, eps_m, delta_conv, rng, **run_kw)
-    mled = result.extras.get("ledger", {})
-    if (mled.get("currency"), mled.get("conversion")) != (currency, conversion) or mled.get("delta") != delta_conv:
-        raise RuntimeError(
-            f"mechanism {mechanism!r} reported a {mled.get('currency')}/{mled.get('conversion')} ledger at delta "
-            f"{mled.get('delta')!r}; expected {currency}/{conversion} at {delta_conv!r}"
-        )
-    _recharge(ledger, result.ledger, currency, mechanism)
-    synthetic = encoder.decode(result.synthetic, rng)
-    eps_spent, _ = ledger.spent_dp()
-    delta_spent = delta_conv + (math.exp(eps_spent) * delta_cat if delta_cat else 0.0)
-    report: dict[str, Any] = {
-        "mechanism": mechanism,
-        "parameters": result.parameters,
-        "epsilon": float(eps_spent),
-        "delta": float(delta_spent),
-        "requested": {"epsilon": epsilon, "delta": delta},
-        "records": len(synthetic),
-        "seed": int(seed),
-        "preprocessing": {**prep, "preprocessing_share": preprocessing_share if discovers else 0.0},
-        "mechanism_budget": {
-            "epsilon": eps_m,
-            "delta": delta_conv,
-            "currency": currency,
-            "conversion": conversion,
-            "spent_epsilon": result.epsilon,
-            "rho": rest,
-        },  # fmt: skip
-        "budget": {
-            "rho_total": ledger.total,
-            "rho_spent": ledger.spent,
-            "delta_conversion": delta_conv,
-            "delta_categories": delta_cat,
-            "composition": "epsilon from the total rho at delta_conversion; "
-            "delta = delta_conversion + exp(epsilon) * delta_categories",
-        },  # fmt: skip
-        "ledger": ledger.to_dict(),
-        "seconds": {"preprocessing": t_pre, **result.seconds, "total": time.perf_counter() - t0},
-        "encoder": encoder.to_dict(),
-        "result": result,
-    }
-    if report["delta"] > delta or report["epsilon"] > epsilon:  # pragma: no cover - guarded by construction
-        raise RuntimeError(f"spent ({report['epsilon']!r}, {report['delta']!r}) exceeds ({epsilon!r}, {delta!r})")
-    return synthetic, report
+    check_seed(seed)
+    run = prepare(df, schema, mechanism, epsilon=epsilon, delta=delta, preprocessing_share=preprocessing_share,
+                  public=public, **hyperparameters)  # fmt: skip
+    return run.run(seed)
 
 
 def sidecar(report: Mapping[str, Any]) -> dict[str, Any]:

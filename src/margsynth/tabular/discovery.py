@@ -1,64 +1,77 @@
-"""Private discovery of what a schema leaves to ``"discover"``: category sets, numeric
-bounds and quantile cut points, each charged to a :class:`~margsynth.privacy.BudgetLedger`
-before its noise is drawn.
+"""Private discovery of what a schema leaves to ``"discover"``: category sets, whether a
+column has nulls, numeric ranges, bins and the distribution within each bin — each step a
+noisy histogram charged to a :class:`~margsynth.privacy.BudgetLedger` before its noise is
+drawn, and everything released a post-processing of those histograms.
 
-Neighbouring tables differ by adding or removing one row; every query below is a
-histogram in which one row falls in exactly one cell, so its L2 sensitivity is 1
-(checked by brute force over neighbouring tables in the tests) and the Gaussian mechanism of scale
-``σ`` costs ``ρ = 1/(2σ²)`` zCDP (McKenna, Miklau & Sheldon, "Winning the NIST Contest",
-JPC 2021, arXiv:2108.04978, Prop. 1; Bun & Steinke, TCC 2016, arXiv:1605.02065,
-Prop. 1.6). What is released is a post-processing of the noisy histogram.
+Neighbouring tables differ by adding or removing one row; every query below is a histogram
+in which one row falls in exactly one cell (its category, its bin, or the null cell), so its
+L2 sensitivity is 1 (checked by brute force over neighbouring tables in the tests) and the
+Gaussian mechanism of scale ``σ`` costs ``ρ = 1/(2σ²)`` zCDP (McKenna, Miklau & Sheldon,
+"Winning the NIST Contest", JPC 2021, arXiv:2108.04978, Prop. 1; Bun & Steinke, TCC 2016,
+arXiv:1605.02065, Prop. 1.6). The grids the histograms are taken over are fixed before any
+noise, from the schema and earlier releases only.
 
-1. **Categories** (:func:`discover_categories`): Gaussian noise on the count of every
+1. **Rows** (:func:`noisy_count`): a noisy row count ``n̂``, from which the budget of the
+   category steps and the number of bins are chosen (:func:`category_sigma`,
+   :func:`auto_bins`). Choosing later privacy parameters from earlier releases is adaptive
+   composition; the run's ledger never lets the total exceed the budget fixed up front, which
+   makes it a privacy filter for zCDP (Feldman & Zrnic, "Individual Privacy Accounting via
+   a Rényi Filter", NeurIPS 2021, arXiv:2008.11193; Whitehouse, Ramdas, Rogers & Wu,
+   "Fully-Adaptive Composition in Differential Privacy", ICML 2023, arXiv:2203.05481).
+2. **Categories** (:func:`discover_categories`): Gaussian noise on the count of every
    category *present in the data*, keeping those whose noisy count exceeds
-   ``τ = 1 + σ Φ⁻¹(1 - δ_c)``: the thresholded-count method for an unknown key set
-   (Korolova, Kenthapadi, Mishra & Ntoulas, "Releasing Search Queries and Clicks
-   Privately", WWW 2009; with Gaussian noise and its analysis for unknown domains,
-   Rogers, "A Unifying Privacy Analysis Framework for Unknown Domain Algorithms in
-   Differential Privacy", arXiv:2309.09170, 2023). Between neighbours the counts of
-   common categories differ by at most 1 in one cell (ρ-zCDP, as above); a category
-   present only in the larger table has count 1 and is released with probability
-   exactly ``δ_c``. Conditioned on it not being released the run is the ρ-zCDP run on
-   the common key set, so the whole pipeline is ``(ε, δ_conv + e^ε δ_c)``-DP where
+   ``τ = 1 + σ Φ⁻¹(1 - δ_c)`` — Gaussian partition selection (Desfontaines, Voss, Gipson &
+   Mandayam, "Differentially private partition selection", PoPETs 2022, arXiv:2006.03684,
+   §4; Korolova, Kenthapadi, Mishra & Ntoulas, WWW 2009; Rogers, arXiv:2309.09170). Between
+   neighbours the counts of common categories differ by at most 1 in one cell (ρ-zCDP, as
+   above); a category present only in the larger table has count 1 and is released with
+   probability exactly ``δ_c``. Conditioned on it not being released the run is the ρ-zCDP
+   run on the common key set, so the whole pipeline is ``(ε, δ_conv + e^ε δ_c)``-DP where
    ``(ε, δ_conv)`` is the conversion of its total ρ (the δ-approximate ρ-zCDP of Bun &
-   Steinke 2016; the ``e^ε`` factor comes from the direction where the larger
-   table is on the right: a total-variation distance ``δ_c`` inside an ε-DP bound).
-   One row adds at most one new category per column, so the ``δ_c`` of the columns add.
-   Only the set of kept categories leaves this step, never their counts. An optional cap
-   keeps the ``max_keep`` largest noisy counts among those above ``τ``: a function of
-   the same thresholded noisy counts, so the argument above is unchanged.
-2. **Bounds** (:func:`discover_bounds`): a noisy histogram over a fixed, data-independent
-   set of signed powers-of-two bins ``±[2^k, 2^{k+1})`` and a zero bin; the bounds are the
-   outer edges of the lowest and the highest bin whose noisy count exceeds a threshold
-   (the largest bin if none does) — the "ApproxBounds" algorithm of Google's
-   differential-privacy library (logarithmic histogram bins, noisy counts, a threshold
-   set for a success probability; github.com/google/differential-privacy,
-   cc/docs/algorithms/approx-bounds.md), here with Gaussian noise. Values outside the
-   bounds found are clamped to them when encoding.
-3. **Quantile cut points** (:func:`private_quantile_cuts`): a noisy histogram over
-   :data:`QUANTILE_GRID` equal-width cells within the bounds; the cut points are read off
-   its (non-negative, normalised) cumulative sum at ``j / bins`` — quantiles as a
-   post-processing of one noisy histogram (Hay, Rastogi, Miklau & Suciu, "Boosting the
-   Accuracy of Differentially Private Histograms Through Consistency", PVLDB 2010,
-   arXiv:0904.0942, §2-3: range and prefix queries answered from noisy unit counts;
-   OpenDP's ``make_quantiles_from_counts`` does the same), so any number of cut points
-   costs one measurement. The cumulative sum is taken over the *unclamped* noisy cells and
-   then made non-decreasing by its least-squares projection onto non-decreasing sequences
-   (isotonic regression, :func:`isotonic_fit` — the least-squares projection Hay et al.
-   use for the sorted query of unattributed histograms), then clamped at zero. Clamping each cell at zero
-   first instead would give every empty cell a positive expected mass (about ``0.4 σ``),
-   and summed over a wide empty stretch of declared bounds (bounds [0, 1000], data in
-   [0, 100]) that mass pulls most cut points into the empty stretch; without the clamp an
-   empty stretch adds zero-mean noise only. Post-processing of the same histogram: it
-   costs nothing more.
+   Steinke 2016; the ``e^ε`` factor comes from the direction where the larger table is on
+   the right: a total-variation distance ``δ_c`` inside an ε-DP bound). One row adds at
+   most one new category per column, so the ``δ_c`` of the columns add. ``σ`` is chosen
+   from ``n̂`` so that a category holding a fraction ``f`` of the rows is kept with
+   probability :data:`KEEP_PROBABILITY` (:func:`category_sigma`). The null cell, when the
+   column's nulls are discovered, is one more (public) key of the same histogram.
+3. **Range** (:func:`discover_range`): a noisy histogram over a fixed grid of signed
+   logarithmic bins, :data:`RANGE_STEPS` per octave (each about 9% wide relative to its
+   distance from zero; integers: every integer up to 11, then such bins), and a zero bin;
+   the range is from the lowest to the highest bin where values are found — a bin, or a
+   window of 2, 4, 8, ... bins, whose noisy count exceeds a threshold set for a
+   false-positive probability :data:`RANGE_FALSE_POSITIVE` over all the windows
+   (:func:`mass_edges`; the "ApproxBounds" idea of Google's differential-privacy library,
+   github.com/google/differential-privacy, cc/docs/algorithms/approx-bounds.md, with
+   Gaussian noise, a grid eight times finer, and windows, so that a tail spread thinly over
+   many bins is found too), widened by one bin on each side (not across zero). If nothing
+   passes, the
+   column's values are too few to be located at this budget: the report says so (the
+   encoder then codes them as null when the column may hold nulls).
+4. **Distribution** (:func:`measure_distribution`): a noisy histogram over at most
+   :data:`FINE_CELLS` cells within the range (each range bin cut into equal cells; integer
+   cells hold whole integers; one cell per integer when they are few), plus a cell below
+   and a cell above for values outside it. The number of cells is what the noise allows:
+   about ``n̂ / (3σ)`` for ``n̂`` noisy rows (:func:`distribution_cells`), so that a cell
+   of average mass stands out of its noise. Its cumulative sum, made non-decreasing by its
+   least-squares projection (isotonic regression, :func:`isotonic_fit`) and clamped at zero,
+   is a private distribution function (Hay, Rastogi, Miklau & Suciu, "Boosting the Accuracy
+   of Differentially Private Histograms Through Consistency", PVLDB 2010, arXiv:0904.0942,
+   §2-3). From it, at no further cost: the bounds (:func:`refine_bounds`: where, from each
+   end, a cell's noisy count or the noisy count of all the cells before it stands out of
+   the noise, so the bounds are near the extremes of the values and never outside the
+   range found), the
+   ``j/bins`` quantile cut points (:func:`quantile_cuts`), the mass each cell holds — the
+   distribution decoding draws from within a bin — and the share of the values clamped.
 
-docs/tabular.md states the budget split and why these methods were chosen.
+docs/tabular.md states the budget rule and why these methods were chosen.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -68,31 +81,46 @@ from ..privacy import BudgetLedger
 from ..privacy.accounting import gaussian_sigma
 
 __all__ = [
-    "BOUNDS_FALSE_POSITIVE",
-    "FLOAT_EXPONENTS",
-    "INTEGER_EXPONENTS",
-    "QUANTILE_GRID",
+    "FINE_CELLS",
+    "KEEP_PROBABILITY",
+    "RANGE_FALSE_POSITIVE",
+    "RANGE_STEPS",
+    "Distribution",
+    "auto_bins",
     "category_counts",
-    "discover_bounds",
+    "category_sigma",
+    "category_threshold",
     "discover_categories",
-    "log2_bin_edges",
+    "discover_range",
+    "distribution_cells",
+    "fine_edges",
+    "fine_histogram",
     "isotonic_fit",
-    "log2_histogram",
+    "mass_edges",
+    "kept_fraction",
+    "measure_distribution",
     "monotone_cumulative",
-    "private_quantile_cuts",
-    "quantile_histogram",
+    "noisy_count",
+    "noisy_counts",
+    "quantile_cuts",
+    "range_bins",
+    "range_histogram",
+    "refine_bounds",
+    "uniform_cuts",
 ]
 
-#: Exponents ``k`` of the powers-of-two bins ``[2^k, 2^{k+1})`` (and their negatives) for
-#: float columns; magnitudes below ``2^kmin`` fall in the zero bin, above ``2^kmax`` in the
-#: outermost bin.
+#: Bins per octave of the range grid: neighbouring edges are ``2^(1/8) ≈ 1.09`` apart.
+RANGE_STEPS = 8
+#: Exponents ``k`` of the range grid's magnitudes ``2^k``: floats below ``2^-30`` fall in
+#: the zero bin; magnitudes beyond ``2^64`` (``2^63`` for integers) in the outermost bin.
 FLOAT_EXPONENTS = (-30, 64)
-#: Same for integer columns: the zero bin is exactly {0}.
-INTEGER_EXPONENTS = (0, 64)
-#: Probability that an empty powers-of-two bin passes the bounds threshold (all bins together).
-BOUNDS_FALSE_POSITIVE = 0.05
-#: Number of equal-width cells of the histogram that quantile cut points are read from.
-QUANTILE_GRID = 1024
+INTEGER_EXPONENTS = (0, 63)
+#: Probability that some empty range bin passes the range threshold (all bins together).
+RANGE_FALSE_POSITIVE = 0.01
+#: Cells of the distribution histogram within a column's range.
+FINE_CELLS = 1024
+#: Probability with which a category holding the target fraction of the rows is kept.
+KEEP_PROBABILITY = 0.99
 
 
 def _charge(ledger: BudgetLedger, sigma: float, label: str) -> None:
@@ -100,6 +128,21 @@ def _charge(ledger: BudgetLedger, sigma: float, label: str) -> None:
     ledger.charge(
         "gaussian", ledger.cost("gaussian", sigma=sigma, sensitivity=1.0), label, sigma=sigma, sensitivity=1.0
     )
+
+
+def noisy_counts(counts: np.ndarray, rho: float, rng: np.random.Generator, ledger: BudgetLedger, label: str):
+    """``counts`` (a histogram: L2 sensitivity 1) plus Gaussian noise of the ``σ`` that costs
+    ``rho`` (charged first); returns ``(noisy counts, σ)``."""
+    sigma = gaussian_sigma(rho)
+    _charge(ledger, sigma, label)
+    return np.asarray(counts, dtype=np.float64) + rng.normal(0.0, sigma, np.shape(counts)), sigma
+
+
+# ----------------------------------------------------------------------------- rows
+def noisy_count(n: int, *, rho: float, rng: np.random.Generator, ledger: BudgetLedger, label: str) -> tuple[float, dict]:
+    """The number of rows plus Gaussian noise (module docstring, 1): sensitivity 1."""
+    (y,), sigma = noisy_counts(np.array([float(n)]), rho, rng, ledger, label)
+    return float(y), {"method": "noisy row count", "sigma": sigma, "rho": rho, "rows": float(y)}
 
 
 # ----------------------------------------------------------------------------- categories
@@ -117,6 +160,21 @@ def category_threshold(sigma: float, delta: float) -> float:
     return 1.0 - sigma * float(ndtri(delta))
 
 
+def category_sigma(fraction: float, rows: float, delta: float) -> float:
+    """The largest ``σ`` with which a category of ``fraction · rows`` rows passes the
+    threshold :func:`category_threshold` with probability :data:`KEEP_PROBABILITY`:
+    ``(f n - 1) / (Φ⁻¹(1-δ) + Φ⁻¹(p))`` (at least a hundredth, for tiny ``f n``)."""
+    z = -float(ndtri(delta)) + float(ndtri(KEEP_PROBABILITY))
+    return max((fraction * rows - 1.0) / z, 0.01)
+
+
+def kept_fraction(sigma: float, rows: float, delta: float) -> float:
+    """The fraction of the rows a category needs to be kept with probability
+    :data:`KEEP_PROBABILITY` at ``σ`` (the inverse of :func:`category_sigma`)."""
+    z = -float(ndtri(delta)) + float(ndtri(KEEP_PROBABILITY))
+    return (1.0 + sigma * z) / max(rows, 1.0)
+
+
 def discover_categories(
     keys: Iterable[str],
     *,
@@ -126,134 +184,304 @@ def discover_categories(
     ledger: BudgetLedger,
     label: str,
     max_keep: int | None = None,
+    nulls: int | None = None,
 ) -> tuple[list[str], dict[str, Any]]:
     """The keys whose Gaussian-noised count exceeds :func:`category_threshold` (module
-    docstring, 1); with ``max_keep``, at most that many of them, those with the largest
+    docstring, 2); with ``max_keep``, at most that many of them, those with the largest
     noisy counts (ties by key) — a post-processing of the thresholded noisy counts, so
-    it costs nothing more and the column's size is bounded before any noise. Charges ρ
-    to ``ledger`` first; returns the kept keys (sorted) and a report (σ, threshold, ρ, δ,
-    number kept)."""
+    it costs nothing more and the column's size is bounded before any noise. ``nulls``:
+    the number of null cells, measured as one more cell of the same histogram (a public
+    key); the report then has its noisy count. Charges ρ to ``ledger`` first; returns the
+    kept keys (sorted) and a report (σ, threshold, ρ, δ, number kept, the noisy counts of
+    the kept keys summed)."""
     if not (0 < delta < 1):
         raise ValueError(f"{label}: delta must be in (0, 1), got {delta!r}")
     if max_keep is not None and (isinstance(max_keep, bool) or not isinstance(max_keep, int) or max_keep < 1):
         raise ValueError(f"{label}: max_keep must be a positive integer or None, got {max_keep!r}")
-    sigma = gaussian_sigma(rho)
-    tau = category_threshold(sigma, delta)
     counts = category_counts(keys)
-    _charge(ledger, sigma, label)
-    noisy = np.fromiter(counts.values(), dtype=np.float64, count=len(counts)) + rng.normal(0.0, sigma, len(counts))
-    above = [(y, k) for k, y in zip(counts, noisy) if y > tau]
+    values = list(counts.values()) + ([nulls] if nulls is not None else [])
+    noisy, sigma = noisy_counts(np.array(values, dtype=np.float64), rho, rng, ledger, label)
+    tau = category_threshold(sigma, delta)
+    above = [(y, k) for k, y in zip(counts, noisy[: len(counts)]) if y > tau]
     if max_keep is not None and len(above) > max_keep:
         above = sorted(above, key=lambda yk: (-yk[0], yk[1]))[:max_keep]
     kept = sorted(k for _, k in above)
-    info = {"method": "thresholded Gaussian counts", "sigma": sigma, "threshold": tau, "rho": rho, "delta": delta,
-            "kept": len(kept)}  # fmt: skip
+    info: dict[str, Any] = {"method": "Gaussian partition selection", "sigma": sigma, "threshold": tau, "rho": rho,
+                            "delta": delta, "kept": len(kept), "kept_mass": float(sum(y for y, _ in above))}  # fmt: skip
     if max_keep is not None:
         info["max_categories"] = max_keep
+    if nulls is not None:
+        info["noisy_nulls"] = float(noisy[-1])
     return kept, info
 
 
-# ----------------------------------------------------------------------------- bounds
-def _exponents(integer: bool) -> tuple[int, int]:
-    return INTEGER_EXPONENTS if integer else FLOAT_EXPONENTS
+# ----------------------------------------------------------------------------- where mass is
+def mass_edges(noisy: np.ndarray, sigma: float, false_positive: float = RANGE_FALSE_POSITIVE) -> tuple[int, int] | None:
+    """The first and the last cell of a noisy histogram where values are found. From the low
+    end: among the windows of ``w`` cells (``w`` = 1, 2, 4, ...) whose noisy sum exceeds
+    ``z σ sqrt(w)``, ``z = Φ⁻¹(1 - false_positive / windows)`` over all the windows tried, the
+    one that ends first (the narrowest of those), and the first cell is where it starts;
+    from the high end likewise. Windows of empty cells pass with probability at most
+    ``false_positive``; a single dense cell and a thin tail spread over many cells are both
+    found, and a wide window never reaches out past the values to an empty stretch (a
+    narrower window ending sooner is chosen). ``None`` when no window passes.
+    Post-processing only."""
+    y = np.asarray(noisy, dtype=np.float64)
+    n = y.size
+    widths = [w for w in (2**k for k in range(int(np.log2(max(n, 1))) + 1)) if w <= n]
+    z = -float(ndtri(false_positive / max(n * len(widths), 1))) * sigma
+
+    def first(v: np.ndarray) -> int | None:
+        # the window that passes with the earliest end (the tightest one among those), from its start
+        cum = np.concatenate([[0.0], np.cumsum(v)])
+        best = None  # (end, width)
+        for w in widths:
+            hit = np.flatnonzero(cum[w:] - cum[:-w] > z * np.sqrt(w))
+            if hit.size and (best is None or hit[0] + w - 1 < best[0]):
+                best = (int(hit[0]) + w - 1, w)
+        return None if best is None else best[0] - best[1] + 1
+
+    lo = first(y)
+    if lo is None:
+        return None
+    hi = n - 1 - first(y[::-1])
+    return lo, max(hi, lo)
 
 
-def log2_bin_edges(integer: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Lower and upper bounds (inclusive, as the bounds they would give) of the signed
-    powers-of-two bins, in increasing order: negative bins, the zero bin, positive bins.
-    Integer columns: ``[2^k, 2^{k+1}-1]``, the zero bin ``[0, 0]``; floats:
-    ``[2^k, 2^{k+1}]`` and ``[-2^kmin, 2^kmin]``."""
-    kmin, kmax = _exponents(integer)
-    ks = np.arange(kmin, kmax, dtype=np.float64)
-    lo_pos, hi_pos = 2.0**ks, 2.0 ** (ks + 1)
+# ----------------------------------------------------------------------------- range
+@cache
+def range_bins(integer: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The range grid (module docstring, 3): lower and upper edges of its half-open bins
+    ``[lower, upper)``, in increasing order — negative bins, the zero bin, positive bins.
+    Integers: magnitudes ``ceil(2^(j/8))`` without repeats (every integer up to 11 is its
+    own bin), the zero bin ``[0, 1)``; floats: magnitudes ``2^(kmin + j/8)``, the zero bin
+    ``[-2^kmin, 2^kmin)``."""
+    kmin, kmax = INTEGER_EXPONENTS if integer else FLOAT_EXPONENTS
+    mags = 2.0 ** (kmin + np.arange(RANGE_STEPS * (kmax - kmin) + 1) / RANGE_STEPS)
     if integer:
-        hi_pos = hi_pos - 1.0
-        zero = (0.0, 0.0)
+        mags = np.unique(np.ceil(mags))
+        pos_lo, pos_hi = mags[:-1], mags[1:]
+        neg_lo, neg_hi = 1.0 - pos_hi[::-1], 1.0 - pos_lo[::-1]  # -v in (-hi, -lo]: [1-hi, 1-lo)
+        zero = (0.0, 1.0)
     else:
-        zero = (-(2.0**kmin), 2.0**kmin)
-    lower = np.concatenate([-hi_pos[::-1], [zero[0]], lo_pos])
-    upper = np.concatenate([-lo_pos[::-1], [zero[1]], hi_pos])
+        pos_lo, pos_hi = mags[:-1], mags[1:]
+        neg_lo, neg_hi = -pos_hi[::-1], -pos_lo[::-1]
+        zero = (-mags[0], mags[0])
+    lower = np.concatenate([neg_lo, [zero[0]], pos_lo])
+    upper = np.concatenate([neg_hi, [zero[1]], pos_hi])
     return lower, upper
 
 
-def log2_histogram(x: np.ndarray, integer: bool) -> np.ndarray:
-    """Counts of ``x`` in the bins of :func:`log2_bin_edges` (one value, one bin: L2
-    sensitivity 1). ``floor(log2 |x|)`` comes exactly from ``frexp``."""
-    kmin, kmax = _exponents(integer)
-    nk = kmax - kmin
-    x = np.asarray(x, dtype=np.float64)
-    a = np.abs(x)
-    _, e = np.frexp(a)
-    k = np.clip(e.astype(np.int64) - 1, kmin, kmax - 1) - kmin
-    idx = np.where(a < 2.0**kmin, nk, np.where(x > 0, nk + 1 + k, nk - 1 - k))
-    return np.bincount(idx, minlength=2 * nk + 1)
+def _bin_of(x: np.ndarray, lower: np.ndarray) -> np.ndarray:
+    """The bin of each value of ``x`` in half-open bins with these lower edges (values below
+    the first edge in the first bin)."""
+    return np.clip(np.searchsorted(lower, np.asarray(x, dtype=np.float64), side="right") - 1, 0, lower.size - 1)
 
 
-def discover_bounds(
-    x: np.ndarray, *, rho: float, integer: bool, rng: np.random.Generator, ledger: BudgetLedger, label: str
-) -> tuple[tuple[float, float], dict[str, Any]]:
-    """Private bounds of ``x`` (module docstring, 2): the outer edges of the lowest and the
-    highest powers-of-two bin whose Gaussian-noised count exceeds
-    ``σ Φ⁻¹(1 - BOUNDS_FALSE_POSITIVE / bins)``, else of the bin with the largest noisy count.
+def range_histogram(x: np.ndarray, integer: bool) -> np.ndarray:
+    """Counts of ``x`` in the bins of :func:`range_bins` (one value, one bin: L2 sensitivity 1)."""
+    lower, _ = range_bins(integer)
+    return np.bincount(_bin_of(x, lower), minlength=lower.size)
 
-    Every bound is thus on the grid ``{0} ∪ {±2^k}``. The float zero bin holds the
-    magnitudes below ``2^kmin``; when it is the lowest (highest) bin found its outer edge
-    is reported as 0 rather than ``∓2^kmin`` (``-9.3e-10`` for floats): the bounds move
-    inward by at most ``2^kmin``, a data-independent function of the released bins (no
-    cost), and a column of non-negative values gets ``lo = 0``, never a tiny negative
-    bound that decoding could draw below zero. The zero bin alone gives ``[0, 1]``."""
-    sigma = gaussian_sigma(rho)
-    counts = log2_histogram(x, integer)
-    lower, upper = log2_bin_edges(integer)
-    tau = -sigma * float(ndtri(BOUNDS_FALSE_POSITIVE / counts.size))
-    _charge(ledger, sigma, label)
-    noisy = counts + rng.normal(0.0, sigma, counts.size)
-    above = np.flatnonzero(noisy > tau)
-    if above.size == 0:
-        above = np.array([int(np.argmax(noisy))])
-    lo, hi = float(lower[above[0]]), float(upper[above[-1]])
-    if not integer:  # the float zero bin as an outer edge: 0, not ±2^kmin (see the docstring)
+
+def discover_range(
+    x: np.ndarray,
+    *,
+    rho: float,
+    integer: bool,
+    rng: np.random.Generator,
+    ledger: BudgetLedger,
+    label: str,
+    nulls: int | None = None,
+) -> tuple[tuple[int, int], dict[str, Any]]:
+    """The range of ``x`` (module docstring, 3): the indices of the lowest and the highest
+    bin of :func:`range_bins` whose noisy count exceeds ``σ Φ⁻¹(1 - RANGE_FALSE_POSITIVE /
+    bins)``, or twice the index of the largest noisy count when none does (``"sparse"`` in
+    the report). ``nulls``: the null cells, one more cell of the histogram (report:
+    ``noisy_nulls``)."""
+    lower, upper = range_bins(integer)
+    counts = range_histogram(x, integer)
+    values = np.concatenate([counts, [nulls]]) if nulls is not None else counts
+    noisy, sigma = noisy_counts(values, rho, rng, ledger, label)
+    edges = mass_edges(noisy[: counts.size], sigma)
+    sparse = edges is None
+    if sparse:
+        lo = hi = int(np.argmax(noisy[: counts.size]))
+    else:  # a bin more on each side (not across zero): the edge of a window may cut a thin tail
+        lo, hi = edges
         zero = counts.size // 2
-        lo = 0.0 if above[0] == zero else lo
-        hi = 0.0 if above[-1] == zero else hi
-    if lo == hi:  # the zero bin alone
-        hi = lo + 1.0
-    info = {"method": "noisy powers-of-two histogram", "sigma": sigma, "threshold": tau, "rho": rho,
-            "bounds": [lo, hi]}  # fmt: skip
+        lo = max(lo - 1, zero if lo >= zero else 0)
+        hi = min(hi + 1, zero if hi <= zero else counts.size - 1)
+    info: dict[str, Any] = {"method": "noisy histogram on a logarithmic grid, scanned", "sigma": sigma,
+                            "rho": rho, "range": [float(lower[lo]), float(upper[hi])], "sparse": bool(sparse)}  # fmt: skip
+    if nulls is not None:
+        info["noisy_nulls"] = float(noisy[-1])
     return (lo, hi), info
 
 
-# ----------------------------------------------------------------------------- quantiles
-def _span(lo: float, hi: float, integer: bool) -> tuple[float, float]:
-    """The half-open range the bins of a column cover: ``[lo, hi+1)`` for integers."""
-    return (lo, hi + 1.0) if integer else (lo, hi)
+# ----------------------------------------------------------------------------- distribution
+def _split(a: float, b: float, m: int, integer: bool) -> np.ndarray:
+    """Edges of ``m`` equal cells of ``[a, b)`` (integers: at most one cell per integer,
+    integral edges)."""
+    if integer:
+        k = int(min(m, b - a))
+        return a + np.floor(np.arange(k + 1) * (b - a) / k)
+    return a + np.arange(m + 1) * (b - a) / m
 
 
-def quantile_histogram(x: np.ndarray, lo: float, hi: float, integer: bool, cells: int = QUANTILE_GRID) -> np.ndarray:
-    """Counts of ``x`` (already within ``[lo, hi]``) in ``cells`` equal-width cells of the
-    column's span (for integers at most one cell per integer): L2 sensitivity 1."""
-    a, b = _span(lo, hi, integer)
-    m = min(cells, int(b - a)) if integer else cells
-    x = np.asarray(x, dtype=np.float64)
-    idx = np.clip(np.floor((x - a) / (b - a) * m), 0, m - 1).astype(np.int64)
-    return np.bincount(idx, minlength=m)
+def fine_edges(
+    lo: float, hi: float, integer: bool, *, cells: int = FINE_CELLS, range_index: tuple[int, int] | None = None
+) -> np.ndarray:
+    """The edges of the distribution histogram (module docstring, 4), half-open cells,
+    increasing. With ``range_index`` (the bins :func:`discover_range` found) every range bin
+    between them is cut into ``cells // bins`` equal cells, so the cells follow the scale
+    of the data; else ``[lo, hi]`` (``hi + 1`` for integers) is cut into ``cells`` equal
+    cells. A data-independent function of what was released before. A float range that
+    starts (ends) at the zero bin starts (ends) at 0: a column of non-negative values never
+    gets a tiny negative bound (values of magnitude below ``2^-30`` move to 0)."""
+    if range_index is None:
+        top = hi + 1.0 if integer else hi
+        return _split(lo, top, cells, integer)
+    lower, upper = range_bins(integer)
+    i, j = range_index
+    m = max(1, cells // (j - i + 1))
+    lower, upper = lower.copy(), upper.copy()
+    if not integer:  # the float zero bin as an outer bin: its edge at 0 (values of non-negative data stay >= 0)
+        zero = lower.size // 2
+        lower[zero] = 0.0 if i == zero else lower[zero]
+        upper[zero] = 0.0 if j == zero and i < zero else upper[zero]
+    parts = [_split(lower[k], upper[k], m, integer)[:-1] for k in range(i, j + 1)]
+    return np.concatenate([*parts, [upper[j]]])
+
+
+def fine_histogram(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Counts of ``x`` in the cells of ``edges``, with one cell below the first edge and one
+    at or above the last (one value, one cell: L2 sensitivity 1)."""
+    idx = np.searchsorted(edges, np.asarray(x, dtype=np.float64), side="right")  # 0: below; len(edges): above
+    return np.bincount(idx, minlength=edges.size + 1)
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """A column's private distribution (module docstring, 4): the cells' ``edges``, the
+    private mass of each cell (non-negative; the differences of the isotonic cumulative sum)
+    and of the values ``below`` the first and ``above`` the last edge."""
+
+    edges: np.ndarray
+    masses: np.ndarray
+    below: float
+    above: float
+    noisy: np.ndarray | None = None  # the noisy cell counts (below, cells..., above)
+    sigma: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return float(self.below + self.masses.sum() + self.above)
+
+    def cdf_at_edges(self) -> np.ndarray:
+        """The private mass below each edge (``below`` at the first)."""
+        return self.below + np.concatenate([[0.0], np.cumsum(self.masses)])
+
+
+def measure_distribution(
+    x: np.ndarray,
+    edges: np.ndarray,
+    *,
+    rho: float,
+    rng: np.random.Generator,
+    ledger: BudgetLedger,
+    label: str,
+    nulls: int | None = None,
+) -> tuple[Distribution, dict[str, Any]]:
+    """The noisy :func:`fine_histogram` of ``x`` over ``edges``, made a distribution by
+    :func:`monotone_cumulative` (module docstring, 4). ``nulls``: the null cells, one more
+    cell (report: ``noisy_nulls``)."""
+    counts = fine_histogram(x, edges)
+    values = np.concatenate([counts, [nulls]]) if nulls is not None else counts
+    noisy, sigma = noisy_counts(values, rho, rng, ledger, label)
+    cum = monotone_cumulative(noisy[: counts.size])
+    mass = np.diff(np.concatenate([[0.0], cum]))
+    dist = Distribution(np.asarray(edges, dtype=np.float64), mass[1:-1], float(mass[0]), float(mass[-1]),
+                        noisy[: counts.size], sigma)  # fmt: skip
+    info: dict[str, Any] = {"method": "noisy histogram, isotonic cumulative sum", "sigma": sigma, "rho": rho,
+                            "cells": int(edges.size - 1), "values": dist.total}  # fmt: skip
+    if nulls is not None:
+        info["noisy_nulls"] = float(noisy[-1])
+    return dist, info
+
+
+def distribution_cells(rows: float, sigma: float) -> int:
+    """The cells of a distribution histogram measured with noise ``sigma`` on ``rows`` noisy
+    rows: ``rows / (3σ)``, between 8 and :data:`FINE_CELLS` (a post-processing of released
+    values: the grid is fixed before the histogram's noise)."""
+    return int(np.clip(round(max(rows, 0.0) / (3.0 * sigma)), 8, FINE_CELLS))
+
+
+def refine_bounds(dist: Distribution, integer: bool) -> tuple[float, float, float]:
+    """Bounds from a private distribution: the first and the last cell where values are found
+    (:func:`mass_edges` over its noisy cells), so the bounds are near the extremes of the
+    values and never held out by the noise of empty cells (the cells' extent when nothing is
+    found). Integers: ``hi`` is the last integer of its cell. Returns ``(lo, hi, clamped
+    share)``: the private mass outside the bounds (the cells cut off and the values found
+    below and above the cells) over the private total."""
+    e, m, total = dist.edges, dist.masses, dist.total
+    found = mass_edges(dist.noisy[1:-1], dist.sigma)
+    lo_i, hi_i = (0, m.size - 1) if found is None else found
+    lo, top = float(e[lo_i]), float(e[hi_i + 1])
+    cum = dist.cdf_at_edges()
+    clamped = (cum[lo_i] + (total - cum[hi_i + 1])) / total if total > 0 else 0.0
+    return lo, (top - 1.0 if integer else top), float(clamped)
+
+
+def quantile_cuts(dist: Distribution, lo: float, hi: float, bins: int, integer: bool) -> list[float]:
+    """Interior cut points at the ``j/bins`` quantiles of the private distribution within
+    ``[lo, hi]``, each at a cell edge; repeats merged (fewer bins). Equal-width cuts when
+    the distribution holds no mass there."""
+    e = dist.edges
+    top = hi + 1.0 if integer else hi
+    inside = (e[:-1] >= lo) & (e[1:] <= top)
+    cells, mass = np.flatnonzero(inside), dist.masses[inside]
+    if not mass.sum() > 0 or bins <= 1:
+        return uniform_cuts(lo, hi, bins, integer)
+    cdf = np.cumsum(mass) / mass.sum()
+    cuts: list[float] = []
+    for j in range(1, bins):
+        k = min(int(np.searchsorted(cdf, j / bins, side="left")), cells.size - 1)
+        c = float(e[cells[k] + 1])
+        if lo < c < top and (not cuts or c > cuts[-1]):
+            cuts.append(c)
+    return cuts
 
 
 def uniform_cuts(lo: float, hi: float, bins: int, integer: bool) -> list[float]:
     """Interior cut points of ``bins`` equal-width bins of ``[lo, hi]`` (integers: of
     ``min(bins, hi-lo+1)`` bins with integer cut points)."""
-    a, b = _span(lo, hi, integer)
-    if integer:
-        k = int(min(bins, b - a))
-        return [float(a + math.floor(j * (b - a) / k)) for j in range(1, k)]
-    return [a + j * (b - a) / bins for j in range(1, bins)]
+    top = hi + 1.0 if integer else hi
+    return [float(c) for c in _split(lo, top, bins, integer)[1:-1]]
 
 
+def auto_bins(values: float, rho: float, columns: int, *, lo: float | None = None, hi: float | None = None,
+              integer: bool = False) -> int:  # fmt: skip
+    """The number of bins of a numeric column with ``bins: "auto"``: a 2-way marginal of two
+    such columns has ``bins²`` cells, and each should hold, on average, at least three times
+    the noise of a marginal measured with a third of the mechanism's budget ``rho`` split
+    over the table's ``columns`` (MST's measurements: ``σ = sqrt(3 columns / (2 rho))``), i.e.
+    ``bins = sqrt(values / (3σ))``, between 2 and 64 — more budget, or more values, buys
+    finer bins. ``values`` is the column's private count of values; an integer column never
+    gets more bins than integers in its bounds."""
+    sigma = math.sqrt(3.0 * max(columns, 1) / (2.0 * rho)) if rho > 0 else math.inf
+    b = int(np.clip(round(math.sqrt(max(values, 0.0) / (3.0 * sigma))), 2, 64))
+    if integer and lo is not None and hi is not None:
+        b = min(b, int(hi - lo + 1))
+    return max(b, 1)
+
+
+# ----------------------------------------------------------------------------- isotonic
 def monotone_cumulative(noisy: np.ndarray) -> np.ndarray:
     """The non-decreasing sequence closest in least squares to the cumulative sums of
     ``noisy`` (isotonic regression, pool-adjacent-violators), clamped to ``[0, ∞)``: a
     cumulative count function estimated from independent noisy unit counts, with no
-    clamping of single cells (module docstring, 3). Post-processing only."""
+    clamping of single cells (module docstring, 4). Post-processing only."""
     cum = np.cumsum(np.asarray(noisy, dtype=np.float64))
     return np.clip(isotonic_fit(cum), 0.0, None)
 
@@ -274,43 +502,3 @@ def isotonic_fit(y: np.ndarray) -> np.ndarray:
         means.append(mean)
         sizes.append(size)
     return np.repeat(np.array(means), np.array(sizes, dtype=np.int64))
-
-
-def private_quantile_cuts(
-    x: np.ndarray,
-    lo: float,
-    hi: float,
-    bins: int,
-    *,
-    rho: float,
-    integer: bool,
-    rng: np.random.Generator,
-    ledger: BudgetLedger,
-    label: str,
-) -> tuple[list[float], dict[str, Any]]:
-    """Cut points at the ``j/bins`` quantiles of a Gaussian-noised
-    :func:`quantile_histogram`, read off :func:`monotone_cumulative` of its unclamped
-    cells (module docstring, 3); duplicates merged (fewer bins), integer cuts rounded up
-    to integers. Falls back to :func:`uniform_cuts` when the fitted total is not positive."""
-    sigma = gaussian_sigma(rho)
-    counts = quantile_histogram(x, lo, hi, integer)
-    _charge(ledger, sigma, label)
-    cum = monotone_cumulative(counts + rng.normal(0.0, sigma, counts.size))
-    a, b = _span(lo, hi, integer)
-    total = cum[-1]
-    if not total > 0:
-        cuts = uniform_cuts(lo, hi, bins, integer)
-    else:
-        cdf = cum / total
-        m = counts.size
-        right = a + (np.arange(m) + 1) * (b - a) / m
-        cuts = []
-        for j in range(1, bins):
-            c = float(right[min(int(np.searchsorted(cdf, j / bins, side="left")), m - 1)])
-            if integer:
-                c = float(math.ceil(c - 1e-9 * max(1.0, abs(c))))
-            if a < c < b and (not cuts or c > cuts[-1]):
-                cuts.append(c)
-    info = {"method": "quantiles of a noisy histogram (isotonic cumulative sum)", "sigma": sigma,
-            "cells": int(counts.size), "rho": rho, "bins": len(cuts) + 1}  # fmt: skip
-    return cuts, info

@@ -4,8 +4,8 @@ encoding and decoding.
 :func:`fit_encoder` checks every cell of the table against the schema first (no noise is
 drawn and nothing is charged before all checks pass), then runs the private discovery
 steps of :mod:`margsynth.tabular.discovery` for what the schema leaves to ``"discover"``,
-each charged to the given ledger. The :class:`Encoder` it returns maps each column to one
-attribute:
+each charged to the given ledger, with the budget rule of :func:`discovery_budget`. The
+:class:`Encoder` it returns maps each column to one attribute:
 
 - categorical / ordinal: code ``i`` is the ``i``-th category (in the schema's order, or
   sorted for discovered ones), then the ``other`` bucket (discovered or ``strict: false``),
@@ -13,9 +13,16 @@ attribute:
 - numeric: code ``j`` is bin ``j`` of ``[e_j, e_{j+1})`` (edges ``lo, cuts..., hi``; the last
   bin also holds ``hi``; integer bins hold the integers ``e_j .. e_{j+1}-1``), then null.
 
-Decoding draws a numeric value uniformly within its bin (an integer uniformly among the
-bin's integers), so a decoded value lies in the bin it was drawn for and within the
-bounds; the ``other`` bucket decodes to its label and null to a missing cell.
+A cell is null when it is empty (or a missing value of a typed frame) or one of the
+column's null tokens (:meth:`~margsynth.tabular.Schema.tokens`); nothing else is.
+
+Decoding draws a numeric value within its bin from the private distribution of the column
+(:class:`~margsynth.tabular.discovery.Distribution`: a cell of the bin with probability
+proportional to its private mass, then uniformly within the cell; an integer uniformly
+among the cell's integers), or uniformly within the bin when no distribution was measured,
+so a decoded value lies in the bin it was drawn for and within the bounds; floats are
+rounded to the column's ``decimals``; the ``other`` bucket decodes to its label and null to
+a missing cell (:meth:`Encoder.to_text` writes it as the column's first null token).
 """
 
 from __future__ import annotations
@@ -27,23 +34,41 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy.special import ndtri
 
 from ..dataset import Dataset, _show
 from ..domain import Attribute, Domain
 from ..privacy import BudgetLedger
+from ..privacy.accounting import gaussian_sigma
 from . import discovery as dsc
-from .schema import DISCOVER, ColumnSpec, Schema, category_key
+from .schema import AUTO, DISCOVER, ColumnSpec, Schema, category_key
 
-__all__ = ["ENCODER_VERSION", "ColumnCoding", "Encoder", "check_table", "domain_extremes", "fit_encoder", "size_range"]
+__all__ = [
+    "ENCODER_VERSION",
+    "ColumnCoding",
+    "Encoder",
+    "check_table",
+    "describe",
+    "discovery_budget",
+    "domain_extremes",
+    "fit_encoder",
+    "left_out",
+    "size_range",
+    "values_frame",
+]
 
-ENCODER_VERSION = 1
+ENCODER_VERSION = 2
 
 
-def _missing(values: pd.Series) -> np.ndarray:
-    """Null cells: NaN/None/NA, or the empty string."""
+def _missing(values: pd.Series, tokens: tuple[str, ...] = ()) -> np.ndarray:
+    """Null cells: a missing value of a typed frame (NaN/None/NA), the empty string, or one
+    of ``tokens``."""
     miss = values.isna().to_numpy()
     if values.dtype == object or pd.api.types.is_string_dtype(values.dtype):
-        miss = miss | (values.astype(object) == "").to_numpy(dtype=bool)
+        text = values.astype(object)
+        miss = miss | (text == "").to_numpy(dtype=bool)
+        if tokens:
+            miss = miss | text.isin(tokens).to_numpy(dtype=bool)
     return miss
 
 
@@ -77,21 +102,27 @@ def _numbers(spec: ColumnSpec, values: pd.Series, miss: np.ndarray) -> np.ndarra
     return x
 
 
+def left_out(df: pd.DataFrame, schema: Schema) -> list[str]:
+    """The columns of ``df`` the schema does not name (left out of the run), in order."""
+    return [str(c) for c in df.columns if str(c) not in schema.names]
+
+
 def check_table(df: pd.DataFrame, schema: Schema) -> dict[str, tuple[np.ndarray, Any]]:
     """Every check of ``df`` against ``schema`` (columns, then cells column by column);
-    ``ValueError`` naming the column, and for a cell its (0-based) row and value.
+    ``ValueError`` naming the column, and for a cell its (0-based) row and value. Columns
+    of ``df`` the schema does not name are left out (:func:`left_out`).
 
-    Returns per column ``(missing mask, values)``: floats for numeric columns, category
-    keys (:func:`~margsynth.tabular.schema.category_key`) otherwise."""
+    Returns per schema column ``(missing mask, values)``: floats for numeric columns,
+    category keys (:func:`~margsynth.tabular.schema.category_key`) otherwise."""
     if not isinstance(df, pd.DataFrame):
         raise ValueError(f"df must be a pandas DataFrame, got {type(df).__name__}")
     cols = [str(c) for c in df.columns]
+    empty = [i for i, c in enumerate(cols) if not c.strip()]
+    if empty:
+        raise ValueError(f"column {empty[0] + 1} of the data has no name; expected every column named")
     dup = sorted({c for c in cols if cols.count(c) > 1})
     if dup:
         raise ValueError(f"column {dup[0]!r}: appears twice in the data")
-    for c in cols:
-        if c not in schema.names:
-            raise ValueError(f"column {c!r}: in the data but not in the schema; schema has {list(schema.names)}")
     for name in schema.names:
         if name not in cols:
             raise ValueError(f"column {name!r}: in the schema but not in the data; data has {cols}")
@@ -101,8 +132,8 @@ def check_table(df: pd.DataFrame, schema: Schema) -> dict[str, tuple[np.ndarray,
     out: dict[str, tuple[np.ndarray, Any]] = {}
     for spec in schema.columns:
         values = frame[spec.name].reset_index(drop=True)
-        miss = _missing(values)
-        if miss.any() and not spec.nullable:
+        miss = _missing(values, schema.tokens(spec.name))
+        if miss.any() and spec.nullable is False:
             r = _first(miss)
             raise ValueError(
                 f"column {spec.name!r} row {r}: missing value {_show(values.iloc[r])} in a column that is not nullable"
@@ -134,6 +165,26 @@ def check_table(df: pd.DataFrame, schema: Schema) -> dict[str, tuple[np.ndarray,
     return out
 
 
+def values_frame(df: pd.DataFrame, schema: Schema | Mapping[str, Any]) -> pd.DataFrame:
+    """The columns of ``df`` the schema names as values (after :func:`check_table`): numbers as
+    floats (integer columns as ``Int64``), categories as the text they are matched by, null
+    cells (empty, a null token, or missing) as missing values — the table a scorer or a plot
+    reads."""
+    schema = Schema.coerce(schema)
+    checked = check_table(df, schema)
+    out = {}
+    for spec in schema.columns:
+        miss, vals = checked[spec.name]
+        if spec.kind == "numeric":
+            x = np.where(miss, np.nan, vals)
+            out[spec.name] = pd.array(np.where(miss, 0, x).astype(np.int64), dtype="Int64") if spec.type == "integer" else x
+            if spec.type == "integer":
+                out[spec.name] = pd.Series(out[spec.name]).mask(miss)
+        else:
+            out[spec.name] = pd.Series(vals, dtype=object).where(~miss, None)
+    return pd.DataFrame(out)
+
+
 def _keys(values: pd.Series, miss: np.ndarray) -> np.ndarray:
     """:func:`~margsynth.tabular.schema.category_key` of every cell (``None`` where null),
     computed once per distinct value."""
@@ -152,7 +203,11 @@ def _num(v: float, spec: ColumnSpec) -> Any:
 @dataclass(frozen=True)
 class ColumnCoding:
     """How one column is coded (see the module docstring): ``categories`` (labels, for
-    categorical/ordinal) or ``lo, hi, cuts`` (numeric), plus the ``other`` bucket and null."""
+    categorical/ordinal) or ``lo, hi, cuts`` (numeric), plus the ``other`` bucket and null.
+    Numeric columns may carry the private distribution decoding draws from within a bin
+    (``cells``: the edges of its cells within the bounds; ``masses``: their private masses)
+    and the ``decimals`` floats are written with; ``null_tokens`` are the texts that mean
+    null in the column besides the empty cell (a null cell is written as the first)."""
 
     name: str
     kind: str
@@ -164,6 +219,12 @@ class ColumnCoding:
     hi: float | None = None
     cuts: tuple[float, ...] | None = None
     clip: bool = False
+    decimals: int | None = None
+    cells: tuple[float, ...] | None = None
+    masses: tuple[float, ...] | None = None
+    null_tokens: tuple[str, ...] = ()
+    fill: int | None = None  # the code of a null cell when the column is not nullable (nulls too rare to keep)
+    located: bool = True  # False: the values were too few to locate privately; every cell is coded null
 
     @property
     def n_values(self) -> int:
@@ -203,26 +264,63 @@ class ColumnCoding:
             labs.append("<null>")
         return tuple(labs)
 
+    def segments(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Per bin, the pieces decoding draws from: ``(starts, ends, probabilities)`` —
+        the bin's overlap with each cell of the private distribution, weighted by the cell's
+        mass times the share of the cell inside the bin (uniform over the bin when there
+        is no distribution or no mass in the bin)."""
+        e = self.edges
+        out = []
+        cells = None if self.cells is None else np.asarray(self.cells, dtype=np.float64)
+        mass = None if self.masses is None else np.asarray(self.masses, dtype=np.float64)
+        for a, b in zip(e[:-1], e[1:]):
+            if cells is not None:
+                s0, s1 = np.maximum(cells[:-1], a), np.minimum(cells[1:], b)
+                keep = s1 > s0
+                w = mass[keep] * (s1[keep] - s0[keep]) / (cells[1:][keep] - cells[:-1][keep])
+                if keep.any() and w.sum() > 0:
+                    out.append((s0[keep], s1[keep], w / w.sum()))
+                    continue
+            out.append((np.array([a]), np.array([b]), np.array([1.0])))
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "kind": self.kind, "nullable": self.nullable}
         if self.kind == "numeric":
             integer = self.type == "integer"
             out.update(type=self.type, bounds=[_n(self.lo, integer), _n(self.hi, integer)],
                        cuts=[_n(c, integer) for c in self.cuts], clip=self.clip)  # fmt: skip
+            if self.decimals is not None:
+                out["decimals"] = self.decimals
+            if self.cells is not None:
+                out["cells"] = [_n(c, integer) for c in self.cells]
+                out["masses"] = [float(m) for m in self.masses]
         else:
             out.update(categories=list(self.categories), other_label=self.other_label)
+        if self.null_tokens:
+            out["null_tokens"] = list(self.null_tokens)
+        if self.fill is not None:
+            out["fill"] = self.fill
+        if not self.located:
+            out["located"] = False
         return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ColumnCoding:
         if not isinstance(d, Mapping) or "name" not in d or d.get("kind") not in ("categorical", "ordinal", "numeric"):
             raise ValueError(f"encoder: bad column coding {d!r}")
+        tokens = tuple(str(t) for t in d.get("null_tokens", ()))
+        fill = d.get("fill")
         if d["kind"] == "numeric":
             lo, hi = d["bounds"]
+            cells = d.get("cells")
             return cls(d["name"], "numeric", bool(d["nullable"]), type=d["type"], lo=float(lo), hi=float(hi),
-                       cuts=tuple(float(c) for c in d["cuts"]), clip=bool(d.get("clip", False)))  # fmt: skip
+                       cuts=tuple(float(c) for c in d["cuts"]), clip=bool(d.get("clip", False)),
+                       decimals=d.get("decimals"), cells=None if cells is None else tuple(float(c) for c in cells),
+                       masses=None if cells is None else tuple(float(m) for m in d["masses"]),
+                       null_tokens=tokens, fill=fill, located=bool(d.get("located", True)))  # fmt: skip
         return cls(d["name"], d["kind"], bool(d["nullable"]), categories=tuple(d["categories"]),
-                   other_label=d.get("other_label"))  # fmt: skip
+                   other_label=d.get("other_label"), null_tokens=tokens, fill=fill)  # fmt: skip
 
 
 def _typed(key: str, dtype: Any) -> Any:
@@ -281,26 +379,26 @@ class Encoder:
         a table with it needs no privacy budget."""
         cols = []
         for c in self.columns:
+            nullable = c.nullable or c.fill is not None
+            tokens = c.null_tokens or None
             if c.kind == "numeric":
-                if c.cuts:
-                    cols.append(ColumnSpec(c.name, "numeric", c.nullable, type=c.type, bounds=(c.lo, c.hi),
-                                           binning="explicit", cuts=c.cuts, clip=True))  # fmt: skip
-                else:
-                    cols.append(ColumnSpec(c.name, "numeric", c.nullable, type=c.type, bounds=(c.lo, c.hi),
-                                           binning="uniform", bins=1, clip=True))  # fmt: skip
+                kw: dict[str, Any] = {"binning": "explicit", "cuts": c.cuts} if c.cuts else {"binning": "uniform", "bins": 1}
+                cols.append(ColumnSpec(c.name, "numeric", nullable, type=c.type, bounds=(c.lo, c.hi), clip=True,
+                                       decimals=c.decimals, null_tokens=tokens, **kw))  # fmt: skip
             else:
                 strict = None if c.kind == "ordinal" else c.other_label is None
-                cols.append(ColumnSpec(c.name, c.kind, c.nullable, categories=c.categories, strict=strict,
-                                       other_label=c.other_label or "other"))  # fmt: skip
+                cols.append(ColumnSpec(c.name, c.kind, nullable, categories=c.categories, strict=strict,
+                                       other_label=c.other_label or "other", null_tokens=tokens))  # fmt: skip
         return Schema(tuple(cols))
 
     # ------------------------------------------------------------------ encode
     def encode(self, df: pd.DataFrame) -> Dataset:
-        """The :class:`Dataset` of ``df`` (columns in the encoder's order). Cells are
-        checked as in :func:`check_table` against the fitted codings: categories outside
-        a strict set are refused, those outside a discovered or non-strict set go to
-        ``other``; numbers outside the bounds are clamped (discovered bounds or ``clip``)
-        or refused."""
+        """The :class:`Dataset` of ``df`` (its columns the encoder names; others are left
+        out). Cells are checked as in :func:`check_table` against the fitted codings:
+        categories outside a strict set are refused, those outside a discovered or
+        non-strict set go to ``other``; numbers outside the bounds are clamped (discovered
+        bounds or ``clip``) or refused; a null cell of a column whose nulls were too rare to
+        keep gets the column's ``fill`` code."""
         checked = check_table(df, self._check_schema())
         codes = np.empty((len(df), len(self.columns)), dtype=np.int64)
         for j, c in enumerate(self.columns):
@@ -312,8 +410,10 @@ class Encoder:
                 index = {category_key(v): i for i, v in enumerate(c.categories)}
                 other = len(c.categories)  # only reached when there is an other bucket
                 code = pd.Series(vals).map(index).fillna(other).to_numpy(dtype=np.int64)
-            if c.nullable:
-                code = np.where(miss, c.null_code, code)
+            if c.nullable or c.fill is not None:
+                code = np.where(miss, c.null_code if c.nullable else c.fill, code)
+            if not c.located:
+                code = np.full(code.shape, c.null_code)
             codes[:, j] = code
         return Dataset._trusted(codes, self.domain)
 
@@ -323,15 +423,35 @@ class Encoder:
         or ``clip`` was set."""
         cols = []
         for c in self.columns:
+            nullable = c.nullable or c.fill is not None
+            tokens = c.null_tokens or None
             if c.kind == "numeric":
-                cols.append(ColumnSpec(c.name, "numeric", c.nullable, type=c.type, bounds=(c.lo, c.hi),
-                                       binning="uniform", bins=1, clip=c.clip))  # fmt: skip
+                cols.append(ColumnSpec(c.name, "numeric", nullable, type=c.type, bounds=(c.lo, c.hi),
+                                       binning="uniform", bins=1, clip=c.clip, null_tokens=tokens))  # fmt: skip
             else:  # a column with an other bucket accepts any value: no set to check against
                 cats = DISCOVER if c.other_label is not None or not c.categories else c.categories
                 strict = None if c.kind == "ordinal" or cats == DISCOVER else True
-                cols.append(ColumnSpec(c.name, c.kind, c.nullable, categories=cats, strict=strict,
-                                       other_label=c.other_label or "other"))  # fmt: skip
+                cols.append(ColumnSpec(c.name, c.kind, nullable, categories=cats, strict=strict,
+                                       other_label=c.other_label or "other", null_tokens=tokens))  # fmt: skip
         return Schema(tuple(cols))
+
+    def to_text(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """A decoded table as the text its CSV holds: floats with the column's ``decimals``
+        (else as Python writes them), integers as integers, null cells as the column's first
+        null token (else empty), categories as their labels."""
+        out = {}
+        for c in self.columns:
+            col = frame[c.name]
+            null = col.isna().to_numpy()
+            if c.kind == "numeric" and c.type == "float" and c.decimals is not None:
+                text = [f"{v:.{c.decimals}f}" for v in col.to_numpy(dtype=np.float64, na_value=0.0)]
+            elif c.kind == "numeric" and c.type == "integer":
+                text = [str(int(v)) for v in col.to_numpy(dtype=np.float64, na_value=0.0)]
+            else:
+                text = [category_key(v) if not isinstance(v, str) else v for v in col.astype(object).fillna("")]
+            token = c.null_tokens[0] if c.null_tokens else ""
+            out[c.name] = pd.Series(np.where(null, token, np.array(text, dtype=object)), dtype=object)
+        return pd.DataFrame(out)
 
     # ------------------------------------------------------------------ decode
     def decode(self, data: Dataset | pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
@@ -387,15 +507,26 @@ class Encoder:
             vals = lab[np.where(null, len(labels), code)]
             s = pd.Series(vals, dtype=object)
             return s.where(~null, np.nan)
-        e = c.edges
         k = np.where(null, 0, code)
-        a, b = e[k], e[k + 1]
+        a = np.zeros(code.size, dtype=np.float64)
+        b = np.zeros(code.size, dtype=np.float64)
+        for j, (s0, s1, p) in enumerate(c.segments()):  # a piece of the bin by its private mass
+            rows = np.flatnonzero(k == j)
+            if rows.size:
+                pick = rng.choice(p.size, size=rows.size, p=p) if p.size > 1 else np.zeros(rows.size, dtype=np.int64)
+                a[rows], b[rows] = s0[pick], s1[pick]
         if c.type == "integer":
             v = rng.integers(a.astype(np.int64), b.astype(np.int64))
             if c.nullable:
                 return pd.Series(pd.array(np.where(null, 0, v), dtype="Int64")).mask(null)
             return pd.Series(v.astype(np.int64))
         v = np.minimum(rng.uniform(a, b), c.hi)
+        if c.decimals is not None:  # as the column is written, never outside the bounds
+            step = 10.0 ** -c.decimals
+            lo, hi = math.ceil(c.lo / step - 1e-9) * step, math.floor(c.hi / step + 1e-9) * step
+            v = np.round(v, c.decimals)
+            if lo <= hi:
+                v = np.clip(v, lo, hi)
         return pd.Series(np.where(null, np.nan, v), dtype=np.float64)
 
     # ------------------------------------------------------------------ specs and JSON
@@ -436,29 +567,32 @@ def size_range(spec: ColumnSpec, present: int = 0) -> tuple[int, int]:
     private discovery finds (null included). ``present`` is the number of distinct
     non-null values of a column whose categories are discovered: discovery keeps a subset
     of them (at most ``max_categories``), plus the ``other`` bucket. Explicit sizes are
-    exact; discovered bounds give ``bins`` uniform float bins, ``min(bins, 2)`` to
-    ``bins`` uniform integer bins (the bounds span at least two integers), and a quantile
-    binning or explicit cuts within discovered bounds can merge down to one bin."""
-    null = int(spec.nullable)
+    exact; ``bins: "auto"`` gives 2 to 64 bins (:func:`~.discovery.auto_bins`; at most
+    the integers of given bounds), discovered bounds may close in on one integer, a
+    quantile binning or explicit cuts within discovered bounds can merge down to one bin;
+    ``nullable: "discover"`` adds zero or one."""
+    null_lo, null_hi = (0, 1) if spec.nullable == DISCOVER else (int(spec.nullable), int(spec.nullable))
     if spec.kind != "numeric":
         if spec.categories != DISCOVER:
             n = len(spec.categories) + spec.has_other
-            return n + null, n + null
+            return n + null_lo, n + null_hi
         most = int(present) if spec.max_categories is None else min(int(present), spec.max_categories)
-        return 1 + null, most + 1 + null
+        return 1 + null_lo, most + 1 + null_hi
     integer = spec.type == "integer"
     given = spec.bounds != DISCOVER
     if spec.binning == "explicit":
         most = len(spec.cuts) + 1
-        return (most if given else 1) + null, most + null
-    most = len(dsc.uniform_cuts(*spec.bounds, spec.bins, integer)) + 1 if given else spec.bins
-    if spec.binning == "quantile":
-        fewest = 1
-    elif given or not integer:
-        fewest = most
+        return (most if given else 1) + null_lo, most + null_hi
+    span = int(spec.bounds[1] - spec.bounds[0] + 1) if given and integer else None
+    if spec.bins == AUTO:
+        most = 64 if span is None else min(64, span)
+        fewest = min(2, most)
     else:
-        fewest = min(spec.bins, 2)
-    return fewest + null, most + null
+        most = len(dsc.uniform_cuts(*spec.bounds, spec.bins, integer)) + 1 if given else spec.bins
+        fewest = most
+    if spec.binning == "quantile" or not given:
+        fewest = 1
+    return fewest + null_lo, most + null_hi
 
 
 def domain_extremes(schema: Schema, checked: Mapping[str, tuple[np.ndarray, Any]]) -> tuple[Domain, Domain]:
@@ -488,36 +622,110 @@ def _steps(schema: Schema) -> list[tuple[str, str]]:
     return [(c.name, s) for c in schema.columns for s in c.discovers]
 
 
+#: The budget rule of discovery (:func:`discovery_budget`), as shares of the run's total ρ.
+COUNT_SHARE = 0.005  # the noisy row count (null rates, bins, the category budget)
+NUMERIC_SHARE = 0.10  # all numeric columns together (range 40%, distribution 60% of a column's)
+NULLS_SHARE = 0.002  # a column whose only step is its null count
+CATEGORY_SHARE = 0.10  # categories, when that keeps every category of the smallest fraction below
+CATEGORY_CAP = 0.75  # categories at most, to keep every category of 10% of the rows on small tables
+CATEGORY_FRACTIONS = (0.005, 0.01, 0.02, 0.05, 0.10)
+RANGE_PART = 0.4
+
+
+def discovery_budget(schema: Schema, total: float, share: float | None = None) -> dict[str, Any]:
+    """The budget of each discovery step, as ρ (the documented rule; docs/tabular.md).
+
+    ``share=None`` (the default rule): the row count :data:`COUNT_SHARE` of ``total``; the numeric columns :data:`NUMERIC_SHARE` together, an
+    equal part each (its range step :data:`RANGE_PART` of it when the bounds are
+    discovered, its distribution the rest); a column whose only step is its null count
+    :data:`NULLS_SHARE`; the category sets what :func:`category_budget` chooses from the
+    noisy row count. ``share`` given: discovery spends exactly ``share · total``: 2% of it
+    on the row count, the rest an equal part per column. Returns
+    ``{"count": ρ, "columns": {name: {step: ρ}}, "categories": "adaptive" | ρ per column,
+    "most": the largest total ρ discovery can spend}``."""
+    steps = _steps(schema)
+    cat_cols = [n for n, s in steps if s == "categories"]
+    num_cols = list(dict.fromkeys(n for n, s in steps if s in ("range", "distribution")))
+    null_cols = [n for n, s in steps if s == "nulls"]
+    plan: dict[str, Any] = {"count": 0.0, "columns": {}, "categories": "adaptive"}
+    if not steps:
+        plan["most"] = 0.0
+        return plan
+    if share is None:
+        plan["count"] = COUNT_SHARE * total
+        per_num = NUMERIC_SHARE * total / len(num_cols) if num_cols else 0.0
+        cat_most = CATEGORY_CAP * total if cat_cols else 0.0
+        per_null = NULLS_SHARE * total
+    else:
+        budget = share * total
+        plan["count"] = 0.02 * budget
+        per_col = (budget - plan["count"]) / len(set(cat_cols) | set(num_cols) | set(null_cols))
+        per_num = per_null = per_col
+        plan["categories"] = per_col
+        cat_most = per_col * len(cat_cols)
+    for name in num_cols:
+        spec = schema[name]
+        plan["columns"][name] = (
+            {"range": RANGE_PART * per_num, "distribution": (1 - RANGE_PART) * per_num}
+            if "range" in spec.discovers
+            else {"distribution": per_num}
+        )
+    for name in null_cols:
+        plan["columns"][name] = {"nulls": per_null}
+    plan["most"] = plan["count"] + per_num * len(num_cols) + per_null * len(null_cols) + cat_most
+    return plan
+
+
+def category_budget(columns: int, rows: float, total: float, delta: float) -> tuple[float, float]:
+    """The ``σ`` of each of ``columns`` category discoveries and the fraction of the rows a
+    category needs to be kept with probability ``KEEP_PROBABILITY`` (the default rule): the
+    smallest fraction of :data:`CATEGORY_FRACTIONS` whose cost (``columns / (2σ²)``) stays
+    within :data:`CATEGORY_SHARE` of ``total``; else the 10% fraction at up to
+    :data:`CATEGORY_CAP` of ``total`` (on small tables); else what that cap affords.
+    ``rows`` is the noisy row count, ``delta`` each column's threshold δ."""
+    for f in CATEGORY_FRACTIONS:
+        sigma = dsc.category_sigma(f, rows, delta)
+        if columns / (2 * sigma**2) <= CATEGORY_SHARE * total:
+            return sigma, dsc.kept_fraction(sigma, rows, delta)
+    sigma = max(dsc.category_sigma(CATEGORY_FRACTIONS[-1], rows, delta), math.sqrt(columns / (2 * CATEGORY_CAP * total)))
+    return sigma, dsc.kept_fraction(sigma, rows, delta)
+
+
 def fit_encoder(
     df: pd.DataFrame,
     schema: Schema | Mapping[str, Any] | str,
     *,
     ledger: BudgetLedger | None,
     rng: np.random.Generator | None,
-    share: float = 1.0,
+    share: float | None = None,
     delta: float | None = None,
+    checked: Mapping[str, tuple[np.ndarray, Any]] | None = None,
 ) -> tuple[Encoder, dict[str, Any]]:
     """Fit an :class:`Encoder` of ``df`` to ``schema``, discovering privately what it leaves
     to ``"discover"``.
 
     Every check runs first (:func:`check_table`, the ledger, the rng, the budget); then the
-    discovery steps (:mod:`~margsynth.tabular.discovery`), which spend ``share`` of the
-    ledger's *total* budget (``ledger.portion(share)``), split equally between the steps
-    (one per discovered category set, per discovered bounds and per quantile binning).
-    Category discovery also spends ``delta`` (split equally between its columns; see the
-    discovery module for how it enters the final (ε, δ)).
+    discovery steps (:mod:`~margsynth.tabular.discovery`) with the budget of
+    :func:`discovery_budget` (``share``: of the ledger's *total* ρ; ``None``: the default
+    rule, whose category budget depends on the noisy row count). Category discovery also
+    spends ``delta`` (split equally between its columns; see the discovery module for how it
+    enters the final (ε, δ)). ``checked``: :func:`check_table`'s reading of ``df`` against
+    ``schema`` when the caller has it already (the table is then not read again). The number
+    of bins of ``bins: "auto"`` columns is chosen last, from the ρ the ledger has left for
+    the mechanism (:func:`~margsynth.tabular.discovery.auto_bins`).
 
-    Returns the encoder and the ``"preprocessing"`` report: the budget spent, and per
-    column what was done and what it cost. A schema with nothing to discover needs no
-    ledger, rng or delta, and spends nothing. Explicit cut points outside discovered bounds
-    are dropped (their bins merge; the report gives the number of bins).
+    Returns the encoder and the ``"preprocessing"`` report: the budget spent, the noisy
+    row count, and per column what was done, what it cost and what it changed (bounds,
+    bins, categories kept, the private share of values clamped or sent to ``other``, the
+    private null rate); ``left_out`` lists the columns of ``df`` the schema does not name.
+    A schema with nothing to discover needs no ledger, rng or delta, and spends nothing.
     """
     schema = Schema.coerce(schema)
-    checked = check_table(df, schema)
+    if checked is None:
+        checked = check_table(df, schema)
     dtypes = {str(c): df[c].dtype for c in df.columns}
     steps = _steps(schema)
     cat_cols = [n for n, s in steps if s == "categories"]
-    rho_step = 0.0
     if steps:
         if not isinstance(ledger, BudgetLedger):
             raise ValueError(
@@ -527,80 +735,275 @@ def fit_encoder(
             raise ValueError(f"ledger: discovery is accounted in zCDP; got a {ledger.currency!r} ledger")
         if not isinstance(rng, np.random.Generator):
             raise ValueError(f"rng must be an explicit numpy.random.Generator, got {type(rng).__name__}")
-        if isinstance(share, bool) or not isinstance(share, (int, float)) or not (0 < share <= 1):
-            raise ValueError(f"share must be in (0, 1], got {share!r}")
-        budget = ledger.portion(share)
-        if not ledger.can_afford(budget):
-            raise ValueError(f"share={share!r}: the ledger has {ledger.remaining:.6g} left, less than {budget:.6g}")
-        rho_step = budget / len(steps)
+        if share is not None and (isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1):
+            raise ValueError(f"share must be in (0, 1] or None, got {share!r}")
+        plan = discovery_budget(schema, ledger.total, share)
+        if not ledger.can_afford(plan["most"]):
+            raise ValueError(f"discovery may spend {plan['most']:.6g} but the ledger has {ledger.remaining:.6g} left")
         if cat_cols and not (isinstance(delta, (int, float)) and not isinstance(delta, bool) and 0 < delta < 1):
             raise ValueError(
                 f"delta: the schema discovers the categories of {cat_cols}; expected a delta in (0, 1), got {delta!r}"
             )
     delta_col = delta / len(cat_cols) if cat_cols else 0.0
+    n = len(next(iter(checked.values()))[0])
+    spent0 = ledger.spent if steps else 0.0
 
-    columns: list[ColumnCoding] = []
-    report_cols: dict[str, Any] = {}
+    report: dict[str, Any] = {"steps": len(steps), "left_out": left_out(df, schema)}
+    rows = None
+    if steps:
+        rows, info = dsc.noisy_count(n, rho=plan["count"], rng=rng, ledger=ledger, label="count rows")
+        report["rows"] = info
+    if cat_cols:
+        if plan["categories"] == "adaptive":
+            sigma_cat, fraction = category_budget(len(cat_cols), rows, ledger.total, delta_col)
+        else:
+            sigma_cat = gaussian_sigma(plan["categories"])
+            fraction = dsc.kept_fraction(sigma_cat, rows, delta_col)
+        report["categories"] = {"sigma": sigma_cat, "kept_fraction": fraction}
+
+    fits: list[dict[str, Any]] = []
     for spec in schema.columns:
         miss, vals = checked[spec.name]
-        done: list[dict[str, Any]] = []
-        if spec.kind != "numeric":
-            if spec.categories == DISCOVER:
-                keys, info = dsc.discover_categories(
-                    vals[~miss].tolist(), rho=rho_step, delta=delta_col, rng=rng, ledger=ledger,
-                    label=f"discover categories of {spec.name}", max_keep=spec.max_categories,
-                )  # fmt: skip
-                other = spec.other_label
-                # a kept category named like the other bucket joins it (it decodes to the same label)
-                keys = [k for k in keys if k != category_key(other)]
-                info["kept"] = len(keys)
-                done.append({"step": "categories", **info})
-                cats: tuple[Any, ...] = tuple(_typed(k, dtypes[spec.name]) for k in keys)
-            else:
-                cats = tuple(spec.categories)
-                other = spec.other_label if spec.has_other else None
-                done.append({"step": "categories", "method": "given", "rho": 0.0})
-            columns.append(ColumnCoding(spec.name, spec.kind, spec.nullable, categories=cats, other_label=other))
-        else:
-            integer = spec.type == "integer"
-            x = vals[~miss]
-            clip = spec.clip
-            if spec.bounds == DISCOVER:
-                (lo, hi), info = dsc.discover_bounds(
-                    x, rho=rho_step, integer=integer, rng=rng, ledger=ledger, label=f"discover bounds of {spec.name}"
-                )
-                done.append({"step": "bounds", **info, "note": "values outside are clamped to the bounds"})
-                clip = True
-            else:
-                lo, hi = spec.bounds
-                done.append(
-                    {"step": "bounds", "method": "given", "bounds": [_num(lo, spec), _num(hi, spec)], "rho": 0.0}
-                )
-            x = np.clip(x, lo, hi)
-            if spec.binning == "quantile":
-                cuts, info = dsc.private_quantile_cuts(
-                    x, lo, hi, spec.bins, rho=rho_step, integer=integer, rng=rng, ledger=ledger,
-                    label=f"quantile cuts of {spec.name}",
-                )  # fmt: skip
-                done.append({"step": "binning", **info})
-            elif spec.binning == "explicit":
-                cuts = [c for c in spec.cuts if lo < c <= hi] if integer else [c for c in spec.cuts if lo < c < hi]
-                done.append({"step": "binning", "method": "explicit cuts", "bins": len(cuts) + 1, "rho": 0.0})
-            else:
-                cuts = dsc.uniform_cuts(lo, hi, spec.bins, integer)
-                done.append({"step": "binning", "method": "uniform", "bins": len(cuts) + 1, "rho": 0.0})
-            columns.append(ColumnCoding(spec.name, "numeric", spec.nullable, type=spec.type, lo=float(lo), hi=float(hi),
-                                        cuts=tuple(float(c) for c in cuts), clip=clip))  # fmt: skip
-        if spec.nullable:
-            done.append({"step": "null", "method": "null is a value of its own (the last code)", "rho": 0.0})
-        report_cols[spec.name] = {"kind": spec.kind, "steps": done, "rho": math.fsum(s.get("rho", 0.0) for s in done),
-                                  "delta": math.fsum(s.get("delta", 0.0) for s in done)}  # fmt: skip
-    encoder = Encoder(columns)
-    report = {
-        "share": share if steps else 0.0,
-        "rho": rho_step * len(steps),
+        col_plan = plan["columns"].get(spec.name, {}) if steps else {}
+        fits.append(_fit_column(spec, miss, vals, dtypes[spec.name], schema.tokens(spec.name), col_plan,
+                                sigma_cat if spec.name in cat_cols else None, delta_col, rng, ledger, rows))  # fmt: skip
+    # the mechanism's budget is what discovery left: bins chosen from it (post-processing)
+    rho_mech = ledger.remaining if steps else None
+    columns, report_cols = [], {}
+    for spec, fit in zip(schema.columns, fits):
+        coding, rep = _finish_column(spec, fit, rho_mech, len(schema.columns), rows)
+        columns.append(coding)
+        report_cols[spec.name] = rep
+    report.update({
+        "share": share,
+        "rho": (ledger.spent - spent0) if steps else 0.0,
         "delta": delta_col * len(cat_cols),
-        "steps": len(steps),
         "columns": report_cols,
-    }
-    return encoder, report
+    })  # fmt: skip
+    return Encoder(columns), report
+
+
+#: Probability that a column without nulls is found to have some (``nullable: "discover"``).
+NULL_FALSE_POSITIVE = 0.05
+
+
+def _fit_column(spec, miss, vals, dtype, tokens, plan, sigma_cat, delta_col, rng, ledger, rows) -> dict[str, Any]:
+    """The private measurements of one column (:mod:`~margsynth.tabular.discovery`), in the
+    order of its steps; the null cell (when the column may have nulls) joins the first."""
+    nulls = int(miss.sum()) if spec.nullable is not False else None
+    fit: dict[str, Any] = {"tokens": tokens, "dtype": dtype, "miss": miss, "steps": [], "noisy_nulls": None}
+    steps = spec.discovers
+
+    def took(info):
+        fit["steps"].append(info)
+        if "noisy_nulls" in info:
+            fit["noisy_nulls"], fit["null_sigma"] = info["noisy_nulls"], info["sigma"]
+
+    if "nulls" in steps:
+        (y, _), sigma = dsc.noisy_counts(np.array([len(miss) - nulls, nulls], dtype=np.float64), plan["nulls"], rng, ledger,
+                                   f"count nulls of {spec.name}")  # fmt: skip
+        took({"step": "nulls", "method": "noisy null count", "sigma": sigma, "rho": plan["nulls"],
+              "noisy_nulls": float(_), "values": float(y)})  # fmt: skip
+        fit["values"] = float(y)
+    if spec.kind != "numeric":
+        if "categories" in steps:
+            keys, info = dsc.discover_categories(
+                vals[~miss].tolist(), rho=1.0 / (2.0 * sigma_cat**2), delta=delta_col, rng=rng, ledger=ledger,
+                label=f"discover categories of {spec.name}", max_keep=spec.max_categories, nulls=nulls,
+            )  # fmt: skip
+            keys = [k for k in keys if k != category_key(spec.other_label)]  # it decodes to the same label
+            info["kept"] = len(keys)
+            took({"step": "categories", **info})
+            fit["keys"] = keys
+        return fit
+    integer = spec.type == "integer"
+    x = vals[~miss]
+    first = nulls
+    if "range" in steps:
+        (i, j), info = dsc.discover_range(x, rho=plan["range"], integer=integer, rng=rng, ledger=ledger,
+                                          label=f"discover the range of {spec.name}", nulls=first)  # fmt: skip
+        took({"step": "range", **info})
+        first = None
+        fit["sparse"] = info["sparse"]
+    if "distribution" in steps:
+        cells = dsc.distribution_cells(rows, gaussian_sigma(plan["distribution"]))
+        if "range" in steps:
+            edges = dsc.fine_edges(0.0, 0.0, integer, cells=cells, range_index=(i, j))
+        else:
+            lo, hi = spec.bounds
+            edges = dsc.fine_edges(lo, hi, integer, cells=cells)
+            x = np.clip(x, lo, hi)
+        dist, info = dsc.measure_distribution(x, edges, rho=plan["distribution"], rng=rng, ledger=ledger,
+                                              label=f"distribution of {spec.name}", nulls=first)  # fmt: skip
+        took({"step": "distribution", **info})
+        fit["dist"], fit["dist_sigma"] = dist, info["sigma"]
+        fit["values"] = dist.total
+    return fit
+
+
+def _nullable(spec: ColumnSpec, fit: dict[str, Any], rows: float | None) -> tuple[bool, float | None]:
+    """Whether the column keeps a null code, and its private null rate (``None`` when not
+    measured; of the noisy row count):
+    ``nullable: "discover"`` keeps it when the noisy null count exceeds
+    ``σ Φ⁻¹(1 - NULL_FALSE_POSITIVE)``."""
+    y = fit.get("noisy_nulls")
+    rate = None
+    if y is not None:
+        rate = float(np.clip(max(y, 0.0) / max(rows or 0.0, 1.0), 0.0, 1.0))
+    if spec.nullable != DISCOVER:
+        return bool(spec.nullable), rate
+    tau = -fit["null_sigma"] * float(ndtri(NULL_FALSE_POSITIVE))
+    return bool(y > tau), rate
+
+
+def _finish_column(spec: ColumnSpec, fit: dict[str, Any], rho_mech: float | None, columns: int,
+                   rows: float | None) -> tuple[ColumnCoding, dict[str, Any]]:  # fmt: skip
+    """The coding of one column from its private measurements (post-processing only), and
+    its report: steps, cost, and what preprocessing changed."""
+    nullable, null_rate = _nullable(spec, fit, rows)
+    has_nulls = bool(fit["miss"].any())
+    tokens = tuple(fit["tokens"])
+    rep: dict[str, Any] = {"kind": spec.kind, "steps": list(fit["steps"])}
+    if null_rate is not None:
+        rep["null_rate"] = null_rate
+    rep["nullable"] = nullable
+    if spec.kind != "numeric":
+        if "keys" in fit:
+            cats: tuple[Any, ...] = tuple(_typed(k, fit["dtype"]) for k in fit["keys"])
+            other = spec.other_label
+            info = fit["steps"][-1]
+            total = max(rows or 0.0, 1.0)
+            nonnull = total * (1.0 - (null_rate or 0.0))
+            rep["categories_kept"] = len(cats)
+            rep["other_share"] = float(np.clip((nonnull - info["kept_mass"]) / total, 0.0, 1.0))
+        else:
+            cats = tuple(spec.categories)
+            other = spec.other_label if spec.has_other else None
+            rep["steps"].insert(0, {"step": "categories", "method": "given", "rho": 0.0})
+        fill = None
+        if has_nulls and not nullable:
+            fill = len(cats) if other is not None else 0
+            rep["nulls_coded_as"] = other if other is not None else cats[0]
+        coding = ColumnCoding(spec.name, spec.kind, nullable, categories=cats, other_label=other,
+                              null_tokens=tokens, fill=fill)  # fmt: skip
+    else:
+        integer = spec.type == "integer"
+        dist = fit.get("dist")
+        clamped = 0.0
+        if spec.bounds == DISCOVER:
+            lo, hi, clamped = dsc.refine_bounds(dist, integer)
+            clip = True
+            if fit.get("sparse"):
+                rep["sparse"] = True
+        else:
+            lo, hi = spec.bounds
+            clip = spec.clip
+            if dist is not None and dist.total > 0:
+                clamped = (dist.below + dist.above) / dist.total
+        if spec.binning == "explicit":
+            top = hi if integer else hi
+            cuts = [c for c in spec.cuts if lo < c <= top] if integer else [c for c in spec.cuts if lo < c < hi]
+            method = "explicit cuts"
+        else:
+            if spec.bins == AUTO:
+                values = fit.get("values", rows or 0.0)
+                bins = dsc.auto_bins(values, rho_mech or 0.0, columns, lo=lo, hi=hi, integer=integer)
+            else:
+                bins = spec.bins
+            if integer and hi - lo + 1 <= bins:  # every integer its own bin: the values exactly
+                cuts = [float(v) for v in np.arange(lo + 1, hi + 1)]
+                method = "one bin per integer"
+            elif spec.binning == "quantile" and dist is not None:
+                cuts = dsc.quantile_cuts(dist, lo, hi, bins, integer)
+                method = "quantiles of the private distribution"
+            else:
+                cuts = dsc.uniform_cuts(lo, hi, bins, integer)
+                method = "uniform"
+        cells = masses = None
+        if dist is not None:
+            top = hi + 1.0 if integer else hi
+            e = dist.edges
+            keep = (e[1:] > lo) & (e[:-1] < top)
+            idx = np.flatnonzero(keep)
+            if idx.size:
+                cell_edges = np.concatenate([[max(e[idx[0]], lo)], np.minimum(e[idx + 1], top)])
+                cells, masses = tuple(float(c) for c in cell_edges), tuple(float(m) for m in dist.masses[idx])
+        fill = None
+        located = not (fit.get("sparse") and nullable)  # values too few to locate: coded as null (reported)
+        if not located:
+            rep["values_coded_as_null"] = True
+        if has_nulls and not nullable:
+            coding0 = ColumnCoding(spec.name, "numeric", False, type=spec.type, lo=float(lo), hi=float(hi),
+                                   cuts=tuple(float(c) for c in cuts))  # fmt: skip
+            fill = _mode_bin(coding0, cells, masses)
+            rep["nulls_coded_as"] = coding0.labels()[fill]
+        coding = ColumnCoding(spec.name, "numeric", nullable, type=spec.type, lo=float(lo), hi=float(hi),
+                              cuts=tuple(float(c) for c in cuts), clip=clip, decimals=spec.decimals, cells=cells,
+                              masses=masses, null_tokens=tokens, fill=fill, located=located)  # fmt: skip
+        rep.update({"bounds": [_n(lo, integer), _n(hi, integer)] if located else None, "bins": len(cuts) + 1,
+                    "binning": method, "clamped_share": float(clamped) if located else 0.0})  # fmt: skip
+        if "range" not in spec.discovers:
+            rep["steps"].insert(0, {"step": "bounds", "method": "given", "rho": 0.0})
+    rep["rho"] = math.fsum(st.get("rho", 0.0) for st in rep["steps"])
+    rep["delta"] = math.fsum(st.get("delta", 0.0) for st in rep["steps"])
+    return coding, rep
+
+
+def _mode_bin(coding: ColumnCoding, cells, masses) -> int:
+    """The bin holding the most private mass (the first bin without a distribution)."""
+    if cells is None:
+        return 0
+    probe = ColumnCoding(coding.name, "numeric", False, type=coding.type, lo=coding.lo, hi=coding.hi,
+                         cuts=coding.cuts, cells=cells, masses=masses)  # fmt: skip
+    e, c, m = probe.edges, np.asarray(cells), np.asarray(masses)
+    mids = (c[:-1] + c[1:]) / 2
+    per_bin = np.bincount(np.clip(np.searchsorted(e, mids, side="right") - 1, 0, e.size - 2), weights=m,
+                          minlength=e.size - 1)  # fmt: skip
+    return int(np.argmax(per_bin))
+
+
+#: A column that loses more than this share of its values to clamping, to ``other`` or to
+#: null gets a warning line (:func:`describe`).
+WARN_SHARE = 0.05
+
+
+def describe(report: Mapping[str, Any]) -> list[str]:
+    """What preprocessing did, in words (the ``"preprocessing"`` report of
+    :func:`fit_encoder`): one line per column whose preprocessing cost budget or changed
+    values — bounds found, bins, categories kept, the private share of values clamped,
+    sent to ``other`` or coded as null, the null rate — then one warning line per column
+    that lost more than :data:`WARN_SHARE` of its values, and the columns left out."""
+    lines, warnings = [], []
+    cat = report.get("categories")
+    for name, rep in report.get("columns", {}).items():
+        parts, lost = [], 0.0
+        if rep.get("values_coded_as_null"):
+            parts.append("too few values to locate at this budget: every value coded as null")
+            warnings.append(f"warning: {name}: its values could not be located privately and are written as null; "
+                            "give its bounds in the schema")  # fmt: skip
+        elif rep["kind"] == "numeric":
+            how = "found" if any(st["step"] == "range" for st in rep["steps"]) else "given"
+            lo, hi = rep["bounds"]
+            parts.append(f"bounds [{lo}, {hi}] {how}, {rep['bins']} bin{'s' * (rep['bins'] != 1)} ({rep['binning']})")
+            lost = rep.get("clamped_share", 0.0)
+            if lost > 0:
+                parts.append(f"{100 * lost:.1f}% of values clamped")
+        elif "categories_kept" in rep:
+            kept = rep["categories_kept"]
+            note = f" (a category of {100 * cat['kept_fraction']:.1f}% of the rows is kept w.p. 0.99)" if cat else ""
+            parts.append(f"{kept} categor{'y' if kept == 1 else 'ies'} kept{note}")
+            lost = rep.get("other_share", 0.0)
+            parts.append(f"{100 * lost:.1f}% of values sent to 'other'")
+        if rep.get("null_rate") is not None and (rep["nullable"] or "nulls_coded_as" in rep):
+            parts.append(f"nulls {100 * rep['null_rate']:.1f}%")
+        if "nulls_coded_as" in rep:
+            parts.append(f"its nulls coded as {rep['nulls_coded_as']!r}")
+            lost += rep.get("null_rate") or 0.0
+        if rep["rho"] > 0 or parts and (lost > 0 or "nulls_coded_as" in rep):
+            lines.append(f"  {name}: " + "; ".join(parts) + f" [rho {rep['rho']:.3g}]")
+        if lost > WARN_SHARE:
+            warnings.append(f"warning: {name} lost {100 * lost:.1f}% of its values to preprocessing (more than "
+                            f"{100 * WARN_SHARE:.0f}%); declare its categories or bounds in the schema, or raise epsilon")  # fmt: skip
+    if report.get("left_out"):
+        lines.append(f"  left out (not in the schema): {', '.join(report['left_out'])}")
+    return lines + warnings

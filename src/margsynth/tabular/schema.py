@@ -13,20 +13,29 @@ becomes one discrete attribute of a :class:`~margsynth.dataset.Dataset`:
 - ``numeric``: ``type`` ``integer`` or ``float``; ``bounds`` ``[lo, hi]`` or ``"discover"``;
   ``binning`` ``uniform`` (``bins`` equal-width bins within the bounds), ``quantile``
   (``bins`` bins cut at private quantiles) or ``explicit`` (``cuts``, the increasing
-  interior cut points); ``clip`` (default ``false``) clamps values outside given bounds
-  instead of refusing them (values outside *discovered* bounds are always clamped).
-- every kind: ``nullable`` (default ``false``): an empty cell is a value of its own.
+  interior cut points); ``bins`` a positive integer or ``"auto"`` (the default: a
+  documented rule of the table's size and the budget, :func:`auto_bins`); ``clip``
+  (default ``false``) clamps values outside given bounds instead of refusing them (values
+  outside *discovered* bounds are always clamped); ``decimals`` (float columns, optional):
+  the number of decimals the column is written with, which the output keeps.
+- every kind: ``nullable``: ``false`` (default), ``true`` (a null cell is a value of its
+  own) or ``"discover"`` (whether the column has nulls is found privately);
+  ``null_tokens`` (optional): the cell texts that mean null in this column, besides the
+  empty cell (default: the schema's).
 
 The JSON form is ``{"columns": [{"name": ..., "kind": ..., ...}, ...]}`` (plus
-``"public": true`` when the categories and bounds were read from a public file by
-:func:`draft_schema`); docs/tabular.md has a complete example. Every problem is a
-``ValueError`` whose one-line message names the column (and, for data, the row and value).
+``"null_tokens": [...]`` for the whole file, and ``"public": true`` when the categories and
+bounds were read from a public file by :func:`draft_schema`); docs/tabular.md has a
+complete example. A schema may name a subset of a table's columns: the others are left
+out of the run (and the run says which). Every problem is a ``ValueError`` whose one-line
+message names the column (and, for data, the row and value).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,22 +44,36 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["BINNINGS", "KINDS", "NUMERIC_TYPES", "ColumnSpec", "Schema", "draft_schema"]
+__all__ = ["AUTO", "BINNINGS", "KINDS", "NUMERIC_TYPES", "ColumnSpec", "Schema", "draft_schema"]
 
 KINDS = ("categorical", "numeric", "ordinal")
 NUMERIC_TYPES = ("integer", "float")
 BINNINGS = ("uniform", "quantile", "explicit")
 DISCOVER = "discover"
-#: Bins of a numeric column in a draft schema.
-DEFAULT_BINS = 16
+#: ``bins`` chosen by :func:`~margsynth.tabular.discovery.auto_bins` (the default).
+AUTO = "auto"
 #: Label of the bucket of the categories outside a (discovered or non-strict) set.
 DEFAULT_OTHER = "other"
 
 _KEYS = {
-    "categorical": {"name", "kind", "categories", "strict", "other_label", "max_categories", "nullable"},
-    "ordinal": {"name", "kind", "categories", "nullable"},
-    "numeric": {"name", "kind", "type", "bounds", "binning", "bins", "cuts", "clip", "nullable"},
-}
+    "categorical": {"name", "kind", "categories", "strict", "other_label", "max_categories", "nullable", "null_tokens"},
+    "ordinal": {"name", "kind", "categories", "nullable", "null_tokens"},
+    "numeric": {"name", "kind", "type", "bounds", "binning", "bins", "cuts", "clip", "nullable", "null_tokens",
+                "decimals"},
+}  # fmt: skip
+
+
+def check_tokens(where: str, tokens: Any) -> tuple[str, ...]:
+    """A list of null tokens: non-empty strings, none twice (``ValueError`` naming ``where``)."""
+    if isinstance(tokens, str) or not isinstance(tokens, Sequence):
+        raise ValueError(f"{where}: null_tokens must be a list of strings, got {tokens!r}")
+    out = tuple(tokens)
+    for t in out:
+        if not isinstance(t, str) or not t:
+            raise ValueError(f"{where}: a null token must be a non-empty string, got {t!r} (the empty cell is null anyway)")
+    if len(set(out)) != len(out):
+        raise ValueError(f"{where}: null_tokens lists {sorted(t for t in out if out.count(t) > 1)[0]!r} twice")
+    return out
 
 
 def _scalar(value: Any) -> Any:
@@ -91,7 +114,7 @@ class ColumnSpec:
 
     name: str
     kind: str
-    nullable: bool = False
+    nullable: bool | str = False
     categories: tuple[Any, ...] | str | None = None
     strict: bool | None = None
     other_label: str = DEFAULT_OTHER
@@ -102,6 +125,8 @@ class ColumnSpec:
     cuts: tuple[float, ...] | None = None
     clip: bool = False
     max_categories: int | None = None
+    null_tokens: tuple[str, ...] | None = None
+    decimals: int | None = None
 
     def __post_init__(self) -> None:
         n = self.name
@@ -109,8 +134,17 @@ class ColumnSpec:
             raise ValueError(f"column name must be a non-empty string, got {n!r}")
         if self.kind not in KINDS:
             raise ValueError(f"column {n!r}: kind must be one of {KINDS}, got {self.kind!r}")
-        if not isinstance(self.nullable, bool):
-            raise ValueError(f"column {n!r}: nullable must be true or false, got {self.nullable!r}")
+        if not isinstance(self.nullable, bool) and self.nullable != DISCOVER:
+            raise ValueError(f'column {n!r}: nullable must be true, false or "discover", got {self.nullable!r}')
+        if self.null_tokens is not None:
+            object.__setattr__(self, "null_tokens", check_tokens(f"column {n!r}", self.null_tokens))
+        d = self.decimals
+        if d is not None:
+            if self.kind != "numeric" or self.type != "float":
+                raise ValueError(f"column {n!r}: decimals is for float columns, not a {self.type or self.kind} column")
+            if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not 0 <= d <= 15:
+                raise ValueError(f"column {n!r}: decimals must be an integer in 0..15, got {d!r}")
+            object.__setattr__(self, "decimals", int(d))
         if self.kind == "numeric":
             self._check_numeric()
         else:
@@ -194,8 +228,9 @@ class ColumnSpec:
             if not isinstance(b, Sequence) or len(b) != 2:
                 raise ValueError(f'column {n!r}: bounds must be [lo, hi] or "discover", got {b!r}')
             lo, hi = (_finite(n, "bounds", v) for v in b)
-            if not lo < hi:
-                raise ValueError(f"column {n!r}: bounds [{b[0]!r}, {b[1]!r}] are reversed or empty; expected lo < hi")
+            if not (lo < hi or (lo == hi and self.type == "integer")):
+                want = "lo <= hi" if self.type == "integer" else "lo < hi"
+                raise ValueError(f"column {n!r}: bounds [{b[0]!r}, {b[1]!r}] are reversed or empty; expected {want}")
             if self.type == "integer" and (lo != int(lo) or hi != int(hi)):
                 raise ValueError(
                     f"column {n!r}: bounds of an integer column must be integers, got [{b[0]!r}, {b[1]!r}]"
@@ -233,25 +268,33 @@ class ColumnSpec:
         else:
             if self.cuts is not None:
                 raise ValueError(f"column {n!r}: 'cuts' needs binning \"explicit\", got binning {binning!r}")
-            bins = DEFAULT_BINS if self.bins is None else self.bins
-            if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
-                raise ValueError(f"column {n!r}: bins must be a positive integer, got {bins!r}")
-            object.__setattr__(self, "bins", int(bins))
+            bins = AUTO if self.bins is None else self.bins
+            if bins != AUTO:
+                if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
+                    raise ValueError(f'column {n!r}: bins must be a positive integer or "auto", got {bins!r}')
+                bins = int(bins)
+            object.__setattr__(self, "bins", bins)
 
     # ------------------------------------------------------------------ views
     @property
     def discovers(self) -> tuple[str, ...]:
-        """The private discovery steps this column needs: ``"categories"``, ``"bounds"``,
-        ``"quantiles"`` (in that order), empty when everything is given."""
+        """The private discovery steps this column needs, in order: ``"categories"``;
+        ``"range"`` (discovered bounds: where the values lie on a coarse scale) and
+        ``"distribution"`` (a fine histogram within the range or the given bounds: the
+        bounds refined, quantile cuts, the distribution within each bin, and the column's
+        count, which ``bins: "auto"`` needs); ``"nulls"`` (``nullable: "discover"`` on a column with no
+        other step: its null count); empty when everything is given."""
         steps = []
         if self.kind != "numeric":
             if self.categories == DISCOVER:
                 steps.append("categories")
         else:
             if self.bounds == DISCOVER:
-                steps.append("bounds")
-            if self.binning == "quantile":
-                steps.append("quantiles")
+                steps.append("range")
+            if self.bounds == DISCOVER or self.binning == "quantile" or (self.binning != "explicit" and self.bins == AUTO):
+                steps.append("distribution")
+        if self.nullable == DISCOVER and not steps:
+            steps.append("nulls")
         return tuple(steps)
 
     @property
@@ -274,6 +317,8 @@ class ColumnSpec:
                 out["bins"] = self.bins
             if self.clip:
                 out["clip"] = True
+            if self.decimals is not None:
+                out["decimals"] = self.decimals
         else:
             out["categories"] = self.categories if isinstance(self.categories, str) else list(self.categories)
             if self.kind == "categorical":
@@ -284,6 +329,8 @@ class ColumnSpec:
                 if self.max_categories is not None:
                     out["max_categories"] = self.max_categories
         out["nullable"] = self.nullable
+        if self.null_tokens is not None:
+            out["null_tokens"] = list(self.null_tokens)
         return out
 
     @classmethod
@@ -303,10 +350,22 @@ class ColumnSpec:
                 f"column {name!r}: unknown key(s) {unknown} for a {kind} column; expected {sorted(_KEYS[kind])}"
             )
         kw = {k: v for k, v in d.items()}
-        for key in ("categories", "bounds", "cuts"):
+        for key in ("categories", "bounds", "cuts", "null_tokens"):
             if isinstance(kw.get(key), list):
                 kw[key] = tuple(kw[key])
         return cls(**kw)
+
+
+class _DuplicateKey(Exception):
+    """A JSON object naming a key twice (json.loads would keep the last one silently)."""
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    for k in keys:
+        if keys.count(k) > 1:
+            raise _DuplicateKey(k)
+    return dict(pairs)
 
 
 def _num(v: float, typ: str | None) -> float | int:
@@ -327,8 +386,10 @@ class Schema:
 
     columns: tuple[ColumnSpec, ...]
     public: bool = False
+    null_tokens: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "null_tokens", check_tokens("schema", self.null_tokens))
         cols = tuple(self.columns)
         if not cols:
             raise ValueError("schema: needs at least one column")
@@ -358,8 +419,16 @@ class Schema:
         """Whether any column leaves something to private discovery."""
         return any(c.discovers for c in self.columns)
 
+    def tokens(self, name: str) -> tuple[str, ...]:
+        """The cell texts that mean null in column ``name`` besides the empty cell: the
+        column's ``null_tokens``, else the schema's."""
+        spec = self[name]
+        return self.null_tokens if spec.null_tokens is None else spec.null_tokens
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"columns": [c.to_dict() for c in self.columns]}
+        if self.null_tokens:
+            out["null_tokens"] = list(self.null_tokens)
         if self.public:
             out["public"] = True
         return out
@@ -371,13 +440,16 @@ class Schema:
             return d
         if not isinstance(d, Mapping):
             raise ValueError(f"{where}: expected an object with 'columns', got {type(d).__name__}")
-        unknown = sorted(set(d) - {"columns", "public"})
+        unknown = sorted(set(d) - {"columns", "public", "null_tokens"})
         if unknown:
-            raise ValueError(f"{where}: unknown key(s) {unknown}; expected 'columns' (and 'public')")
+            raise ValueError(f"{where}: unknown key(s) {unknown}; expected 'columns' (and 'null_tokens', 'public')")
         cols = d.get("columns")
         if not isinstance(cols, Sequence) or isinstance(cols, str) or not cols:
             raise ValueError(f"{where}: 'columns' must be a non-empty list of column objects")
-        return cls(tuple(ColumnSpec.from_dict(c, where) for c in cols), public=d.get("public", False))
+        tokens = d.get("null_tokens", ())
+        tokens = check_tokens(where, tokens)
+        return cls(tuple(ColumnSpec.from_dict(c, where) for c in cols), public=d.get("public", False),
+                   null_tokens=tokens)  # fmt: skip
 
     @classmethod
     def load(cls, path: str | Path) -> Schema:
@@ -387,9 +459,11 @@ class Schema:
         except OSError as exc:
             raise ValueError(f"schema {str(path)!r}: cannot read ({exc.strerror})") from None
         try:
-            obj = json.loads(text)
+            obj = json.loads(text, object_pairs_hook=_no_duplicate_keys)
         except json.JSONDecodeError as exc:
             raise ValueError(f"schema {str(path)!r}: not valid JSON ({exc})") from None
+        except _DuplicateKey as exc:
+            raise ValueError(f"schema {str(path)!r}: the key {exc.args[0]!r} appears twice in one object") from None
         return cls.from_dict(obj, where=f"schema {str(path)!r}")
 
     def save(self, path: str | Path) -> None:
@@ -407,67 +481,82 @@ class Schema:
 
 
 # ----------------------------------------------------------------------------- drafts
-def _is_numeric_dtype(dtype: Any) -> bool:
-    return pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
+_INTEGER = re.compile(r"[+-]?\d+")
+_DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
-def _nullable_dtype(dtype: Any) -> bool:
-    """Whether a column of this dtype can hold a missing value (numpy ints and bools cannot)."""
-    if isinstance(dtype, np.dtype) and dtype.kind in "iub":
-        return False
-    return True
+def _text(values: pd.Series) -> pd.Series:
+    """The cells of a column as the text a CSV holds ("" for a missing value of a typed frame)."""
+    if values.dtype == object or pd.api.types.is_string_dtype(values.dtype):
+        return values.map(lambda v: "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v))
+    return values.astype(object).map(lambda v: "" if pd.isna(v) else category_key(v))
 
 
-def draft_schema(df: pd.DataFrame, public: bool = False) -> dict[str, Any]:
-    """A draft schema (its dict) for ``df`` from the column names and dtypes alone.
+def column_type(texts: Sequence[str]) -> tuple[str, int | None]:
+    """What a column's non-null cell texts are: ``("integer", None)`` when every one is an
+    integer, ``("float", d)`` when every one is a decimal number (``d`` the most digits
+    after the point; ``None`` with exponents or more than 15, i.e. full precision), else ``("categorical", None)``. An empty
+    column is categorical. (Metadata of the column, as its dtype is: no value is copied.)"""
+    if not len(texts):
+        return "categorical", None
+    if all(_INTEGER.fullmatch(t) for t in texts):
+        return "integer", None
+    if all(_DECIMAL.fullmatch(t) for t in texts):
+        plain = [t for t in texts if "e" not in t.lower()]
+        decimals = max((len(t.split(".")[1]) if "." in t else 0) for t in plain) if len(plain) == len(texts) else None
+        return "float", decimals if decimals is not None and decimals <= 15 else None
+    return "categorical", None
 
-    Without ``public`` nothing is read from the cells: categories and bounds are
-    ``"discover"``, numeric columns get ``binning: "uniform"`` with
-    :data:`DEFAULT_BINS` bins, integer dtypes ``type: "integer"``, float dtypes
-    ``"float"``, every other dtype is categorical; ``nullable`` is ``false`` only for
-    dtypes that cannot hold a missing value (numpy integers and booleans). With
-    ``public=True`` (the caller says the table is public) categories and bounds are read
-    from the data, ``nullable`` from whether a column has an empty cell, and the draft
-    records ``"public": true``.
+
+def draft_schema(df: pd.DataFrame, public: bool = False, null_tokens: Sequence[str] = ()) -> dict[str, Any]:
+    """A draft schema (its dict) for ``df`` (read as text: :func:`~margsynth.tabular.io.read_raw_csv`).
+
+    A column whose non-null cells are all integers is ``numeric`` of type ``integer``, all
+    decimal numbers ``numeric`` of type ``float`` with the ``decimals`` it is written with,
+    anything else ``categorical`` — the column's type, as a CSV reader's dtype is; a null
+    cell is the empty cell or one of ``null_tokens`` (recorded as the schema's
+    ``"null_tokens"``). Without ``public`` no value is copied from the cells: categories,
+    bounds and nullability are ``"discover"`` (found privately on the run's budget),
+    numeric columns get ``binning: "quantile"`` with ``bins: "auto"``. With ``public=True``
+    (the caller says the table is public) categories, bounds and nullability are read from
+    the data and the draft records ``"public": true``.
     """
     if not isinstance(df, pd.DataFrame):
         raise ValueError(f"df must be a pandas DataFrame, got {type(df).__name__}")
     if df.shape[1] == 0:
         raise ValueError("df has no columns")
+    tokens = check_tokens("--null-token", list(null_tokens))
     names = [str(c) for c in df.columns]
     if len(set(names)) != len(names):
         dup = sorted({x for x in names if names.count(x) > 1})
         raise ValueError(f"column {dup[0]!r}: appears twice in the data")
     cols = []
     for name, col in zip(names, df.columns):
-        dtype = df[col].dtype
-        if _is_numeric_dtype(dtype):
-            typ = "integer" if pd.api.types.is_integer_dtype(dtype) else "float"
-            spec: dict[str, Any] = {"name": name, "kind": "numeric", "type": typ, "bounds": DISCOVER,
-                                    "binning": "uniform", "bins": DEFAULT_BINS}  # fmt: skip
+        text = _text(df[col])
+        missing = text.eq("") | text.isin(tokens)
+        present = text[~missing]
+        kind, decimals = column_type(present.drop_duplicates().tolist())
+        if kind in NUMERIC_TYPES:
+            spec: dict[str, Any] = {"name": name, "kind": "numeric", "type": kind, "bounds": DISCOVER,
+                                    "binning": "quantile", "bins": AUTO}  # fmt: skip
+            if decimals is not None:
+                spec["decimals"] = decimals
         else:
             spec = {"name": name, "kind": "categorical", "categories": DISCOVER}
-        spec["nullable"] = _nullable_dtype(dtype)
+        spec["nullable"] = DISCOVER
         if public:
-            values = df[col]
-            missing = values.isna() | values.astype(str).eq("")
             spec["nullable"] = bool(missing.any())
-            present = values[~missing]
             if spec["kind"] == "numeric":
                 nums = pd.to_numeric(present, errors="coerce").dropna()
                 if len(nums) and nums.min() < nums.max():
-                    lo, hi = nums.min(), nums.max()
-                    spec["bounds"] = [_num(lo, typ), _num(hi, typ)]
-                    if typ == "float" and nums.eq(nums.round()).all():
-                        spec["bounds"] = [int(lo), int(hi)]
+                    spec["bounds"] = [_num(nums.min(), kind), _num(nums.max(), kind)]
             elif len(present):
-                seen: dict[str, Any] = {}
-                for v in present.tolist():
-                    seen.setdefault(category_key(v), _scalar(v))
-                spec["categories"] = [seen[k] for k in sorted(seen)]
+                spec["categories"] = sorted(set(present.tolist()))
                 spec["strict"] = True
         cols.append(spec)
     out: dict[str, Any] = {"columns": cols}
+    if tokens:
+        out["null_tokens"] = list(tokens)
     if public:
         out["public"] = True
     Schema.from_dict(out)  # a draft is always a valid schema

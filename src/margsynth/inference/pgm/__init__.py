@@ -8,9 +8,13 @@ NIST-MST/MST paper (Eq. 4.1-4.2, Fact 1, Algorithms 7-8):
 * :mod:`.inference` — belief propagation and variable elimination.
 * :mod:`.kernels` — the compiled (numba) belief propagation and objective of the hot loop.
 * :mod:`.measurement` — noisy linear measurements of marginals.
-* :mod:`.estimation` — mirror descent on Eq. (4.2), with its optimality certificate.
+* :mod:`.objective` — the loss of Eq. (4.2) compiled onto a junction tree.
+* :mod:`.descent` — mirror descent on Eq. (4.2) (accelerated, plain, subgradient; Armijo steps).
+* :mod:`.certificate` — the certified gap of a fit to the optimum of Eq. (4.2).
+* :mod:`.estimation` — :func:`estimate`, the driver of the three above.
 * :mod:`.exact` — the exact optimum of Eq. (4.2) by an interior-point QP (the certificate's
   reference, and ``estimate(..., method="interior_point")``).
+* :mod:`.blas` — BLAS limited to one thread around a fit.
 * :mod:`.model` — the fitted model: marginals and synthetic data.
 
 Typical use (what MST/AIM do)::
@@ -21,6 +25,7 @@ Typical use (what MST/AIM do)::
 """
 
 from . import kernels
+from .blas import single_threaded_blas
 from .estimation import METHODS, estimate, estimation_summary, evaluate_loss
 from .exact import ExactSolution, exact_optimum
 from .factor import Factor
@@ -29,10 +34,11 @@ from .junction_tree import (
     JunctionTree,
     ModelTooLargeError,
     build_junction_tree,
+    check_junction_tree,
     junction_tree_size,
     splice_clique,
 )
-from .measurement import Measurement, compile_measurements, estimate_total
+from .measurement import Measurement, compile_measurements, estimate_total, from_noisy_marginals
 from .model import GraphicalModel, synthetic_column
 
 __all__ = [
@@ -45,16 +51,19 @@ __all__ = [
     "Measurement",
     "ModelTooLargeError",
     "build_junction_tree",
+    "check_junction_tree",
     "compile_measurements",
     "estimate",
     "estimate_total",
     "estimation_summary",
     "evaluate_loss",
     "exact_optimum",
+    "from_noisy_marginals",
     "junction_tree_size",
     "kernels",
     "splice_clique",
     "marginal",
+    "single_threaded_blas",
     "synthetic_column",
     "variable_elimination",
 ]

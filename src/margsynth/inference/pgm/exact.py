@@ -16,7 +16,7 @@ onto the measured attributes. :func:`exact_optimum` solves it with the interior-
 solver Clarabel (Goulart & Chen, "Clarabel: an interior-point solver for conic programs
 with quadratic objectives", arXiv:2405.12762), which ships with CVXPY.
 
-Two uses. It is the independent reference of the optimality certificate (:mod:`.estimation`):
+Two uses. It is the independent reference of the optimality certificate (:mod:`.certificate`):
 on any fit, ``loss - gap <= L* <= loss`` must hold (``benchmarks/bench_certificate.py
 --exact``; tests against a full-joint NNLS solver on tiny domains). And it finds the optimal
 face for ``estimate(..., method="interior_point")``: the cells every optimum leaves empty,
@@ -30,14 +30,15 @@ optimal face), not the model Private-PGM describes. Its cost grows quickly with 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import clarabel
 import numpy as np
 import scipy.sparse as sp
 
 from ...domain import Domain
+from ...timing import Stopwatch
 from .junction_tree import JunctionTree
 from .kernels import sub_map
 from .measurement import CompiledMeasurement, Measurement, compile_measurements
@@ -106,8 +107,6 @@ def solve(
     """:func:`exact_optimum` on validated measurements (:func:`~.measurement.compile_measurements`)
     and a valid ``total``: the quadratic program above, built as sparse matrices and solved by
     Clarabel (single-threaded, deterministic)."""
-    import clarabel
-
     shapes = [tuple(domain[a].size for a in c) for c in tree.cliques]
     cells = [int(np.prod(s, dtype=np.int64)) for s in shapes]
     off = np.concatenate([[0], np.cumsum(cells)]).astype(np.int64)
@@ -155,10 +154,10 @@ def solve(
     settings.max_threads = 1
     settings.max_iter = int(max_iter)
     settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = tol
-    t0 = time.perf_counter()
+    clock = Stopwatch()
     cones = [clarabel.ZeroConeT(n_eq), clarabel.NonnegativeConeT(n)]
     sol = clarabel.DefaultSolver(sp.triu(P).tocsc(), np.zeros(n + n_res), A, b, cones, settings).solve()
-    seconds = time.perf_counter() - t0
+    seconds = clock.elapsed()
     status = str(sol.status)
     if "Solved" not in status:
         raise RuntimeError(

@@ -30,6 +30,7 @@ __all__ = [
     "JunctionTree",
     "ModelTooLargeError",
     "build_junction_tree",
+    "check_junction_tree",
     "junction_tree_size",
     "splice_clique",
     "triangulate",
@@ -396,6 +397,58 @@ def _clique_tree(cliques: list[tuple[str, ...]], cells: list[int]) -> tuple[tupl
                 parent[j] = i
                 order.append(j)
     return tuple(parent), tuple(order)
+
+
+def check_junction_tree(
+    domain: Domain,
+    cliques: Sequence,
+    parent: Sequence,
+    order: Sequence,
+    elimination_order: Sequence,
+    *,
+    where: str = "junction tree",
+) -> JunctionTree:
+    """The :class:`JunctionTree` over ``domain`` with these fields, read from anywhere (e.g. a
+    saved model's JSON), after checking every invariant the rest of the engine relies on:
+    non-empty cliques of known attributes in domain order that cover the domain, one parent
+    index in ``[-1, k)`` per clique, ``order`` a breadth-first order (parents first) of a tree
+    rooted at its first clique, the running-intersection property (the cliques holding an
+    attribute form a subtree; Koller & Friedman 2009, §10.1.2), and ``elimination_order`` an
+    ordering of the attributes. ``ValueError`` naming ``where`` and the field
+    (``"{where}.parent: ..."``)."""
+    k = len(cliques)
+    if k == 0:
+        raise ValueError(f"{where}.cliques: no cliques")
+    cl = []
+    for i, c in enumerate(cliques):
+        try:
+            if not isinstance(c, (list, tuple)) or not c or not all(isinstance(a, str) for a in c):
+                raise ValueError(f"{c!r} is not a non-empty list of attribute names")
+            c = domain.check_attrs(c, "clique")
+            if c != domain.canonical(c):
+                raise ValueError(f"{list(c)} is not in domain order {list(domain.canonical(c))}")
+            cl.append(c)
+        except ValueError as exc:
+            raise ValueError(f"{where}.cliques[{i}]: {exc}") from None
+    if sorted({a for c in cl for a in c}, key=domain.index) != list(domain.names):
+        raise ValueError(f"{where}.cliques: they do not cover every attribute of the model's domain")
+    if len(parent) != k or not all(isinstance(p, int) and not isinstance(p, bool) and -1 <= p < k for p in parent):
+        raise ValueError(f"{where}.parent: {parent!r} is not one index in [-1, {k}) per clique")
+    if not all(isinstance(o, int) and not isinstance(o, bool) for o in order) or sorted(order) != list(range(k)):
+        raise ValueError(f"{where}.order: {order!r} is not a permutation of the {k} clique indices")
+    pos = {c: i for i, c in enumerate(order)}
+    if parent[order[0]] != -1 or any(parent[c] == -1 or pos[parent[c]] >= pos[c] for c in order[1:]):
+        raise ValueError(
+            f"{where}.order: it is not a breadth-first order of a tree rooted at its first clique (parents first)"
+        )
+    for a in domain.names:  # running intersection: the cliques holding ``a`` form a subtree
+        holding = [c for c in range(k) if a in cl[c]]
+        tops = [c for c in holding if parent[c] not in holding]
+        if len(tops) != 1:
+            raise ValueError(f"{where}.cliques: attribute {a!r} breaks the running-intersection property")
+    if not all(isinstance(e, str) for e in elimination_order) or sorted(elimination_order) != sorted(domain.names):
+        raise ValueError(f"{where}.elimination_order: it is not an ordering of the model's attributes")
+    return JunctionTree(domain, tuple(cl), tuple(parent), tuple(order), tuple(elimination_order))
 
 
 def build_junction_tree(

@@ -98,7 +98,7 @@ def _jit(func):
         fn = _JIT.get(func.__name__)
         if fn is not None:
             return fn
-        import numba
+        import numba  # optional and heavy (about a second to import): loaded on the first compiled call only
 
         for name in _INLINE:  # helpers the kernels call: compiled functions before the kernels
             if name not in _JIT:
@@ -352,7 +352,7 @@ def calibrate_flat(ix: EdgeIndex, theta: np.ndarray, out: np.ndarray, log_floor:
 def _l2_terms(
     p, G, terms, cmap, perm, seg, ps, g, a, b, a_inv, q_ptr, q_idx, q_val, qt_ptr, qt_idx, qt_val, y, r, backward
 ):
-    """The sub-clique terms of the L2 objective of :class:`~.estimation.Objective`.
+    """The sub-clique terms of the L2 objective of :class:`~.objective.Objective`.
 
     ``terms[k] = (co, cn, mo, fo, m, kind, ro, rows, pr, pt, src)``: the term's source cells
     ``p[co: co + cn]`` (``src == 0``: a clique) or ``ps[co: co + cn]`` (``src == 1``: the

@@ -24,7 +24,7 @@ measurement (its ``name`` or its position and clique) and what is wrong.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,9 +32,10 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import lsqr
 
 from ...domain import Domain
+from ...privacy.measure import NoisyMarginal
 from .factor import align
 
-__all__ = ["CompiledMeasurement", "Measurement", "compile_measurements", "estimate_total"]
+__all__ = ["CompiledMeasurement", "Measurement", "compile_measurements", "estimate_total", "from_noisy_marginals"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -248,3 +249,26 @@ def estimate_total(compiled: Sequence[CompiledMeasurement]) -> float | None:
     if not est:
         return None
     return float(np.dot(est, wts) / np.sum(wts))
+
+
+def from_noisy_marginals(marginals: Iterable[NoisyMarginal], sep: str = "/") -> list[Measurement]:
+    """Algorithm 1's measurement log as Private-PGM measurements (one term of Eq. 4.1 each).
+
+    ``marginals``: :class:`~margsynth.privacy.NoisyMarginals` (or any iterable of
+    :class:`~margsynth.privacy.NoisyMarginal`), what every mechanism's MEASURE step releases.
+    An entry ``(w_C I, ỹ, σ, C)`` (Algorithm 1 step 4) becomes the answers ``ỹ / w_C`` of
+    ``M_C`` with noise scale ``σ / w_C`` and the identity query; an entry with an explicit
+    query ``Q`` is kept as ``(Q, ỹ, σ)``. Each measurement is named by its clique joined with
+    ``sep``. (The conversion lives here, with its consumer: the privacy layer below knows
+    nothing of Private-PGM.)
+    """
+    out = []
+    for i, m in enumerate(marginals):
+        if not isinstance(m, NoisyMarginal):
+            raise ValueError(f"marginals[{i}] must be a NoisyMarginal, got {type(m).__name__}")
+        name = sep.join(m.clique)
+        if m.query is None:
+            out.append(Measurement(m.clique, None, m.estimate, m.std, name=name))
+        else:
+            out.append(Measurement(m.clique, m.query, m.y, m.sigma, name=name))
+    return out

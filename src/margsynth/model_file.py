@@ -1,40 +1,43 @@
-"""Saved models: the fitted generative model of a run, in one file, sampled again at no privacy cost.
+"""Saved models: a run's fitted generative model in one file, sampled again at no privacy cost.
 
-A run of a mechanism that generates with Private-PGM (``mst``, ``mst-prop4``, ``nist-mst``,
-``aim``, ``adagrid``, ``independent``, ``privsyn-pgm``) ends with a fitted graphical model
-``P_theta`` (Fact 1 and Eq. 4.2 of McKenna, Miklau & Sheldon, "Winning the NIST Contest: A
-scalable and general approach to differentially private synthetic data", JPC 2021,
-arXiv:2108.04978; McKenna, Sheldon & Miklau, "Graphical-model based estimation and
-inference for differential privacy", ICML 2019, arXiv:1901.09136) and draws its records
-from it by Algorithms 7-8 of the first paper, then maps them back to the data's domain
-(Algorithm 4 reversed, §5 Step 8, when the mechanism compressed the domain). The model
-is a function of the noisy measurements only, so drawing more records from it is
-post-processing: it costs no privacy budget beyond what the run spent.
+A run of a mechanism that generates with Private-PGM keeps its fitted graphical model
+``P_theta`` and the steps that map its records back to the data's domain
+(:class:`~margsynth.mechanisms.sampler.PGMSampler`; Fact 1, Eq. 4.2 and Algorithms 7-8 of
+McKenna, Miklau & Sheldon, "Winning the NIST Contest: A scalable and general approach to
+differentially private synthetic data", JPC 2021, arXiv:2108.04978; McKenna, Sheldon &
+Miklau, "Graphical-model based estimation and inference for differential privacy", ICML
+2019, arXiv:1901.09136). The model is a function of the noisy measurements only, so
+drawing more records from it is post-processing: it costs no privacy budget beyond what
+the run spent.
 
-- :class:`PGMSampler` is that model plus its reversal steps, in memory: a run keeps it as
-  :attr:`SynthesisResult.sampler <margsynth.mechanisms.base.SynthesisResult>` (``None``
-  for mechanisms that keep no Private-PGM model: GUM, PrivPGD);
-  :meth:`PGMSampler.sample` repeats the run's GENERATE step exactly (same arithmetic,
-  same order of draws from ``rng``).
-- :class:`SavedModel` adds what the run's sidecar says (mechanism, parameters, the full
-  ledger and the spent (ε, δ), the domain, the data's SHA-256, the seed) and, when the run
-  came from a raw table, the encoder's dictionary, so :meth:`SavedModel.sample_frame`
-  decodes to the raw columns. :meth:`SavedModel.save` writes one ``.npz`` file and
-  :meth:`SavedModel.load` reads it back; the format is described in docs/saved_models.md.
+:class:`SavedModel` adds what the run's sidecar says (mechanism, parameters, the full
+ledger and the spent (ε, δ), the domain, the data's SHA-256, the seed) and, when the run
+came from a raw table, the encoder's dictionary, so :meth:`SavedModel.sample_frame`
+decodes to the raw columns. :meth:`SavedModel.save` writes one ``.npz`` file and
+:meth:`SavedModel.load` reads it back; the format is described in docs/saved_models.md.
 
 The file holds JSON metadata (UTF-8 bytes in the array ``meta``) and plain numeric
 arrays only (``theta_<i>``: the log-potential of clique ``i``; ``support_<j>_<k>``: the
 kept-value mask of attribute ``k`` in reversal step ``j``). It is read with
 ``numpy.load(allow_pickle=False)``: loading a file made by someone else runs no code
 from it, and every field is checked (a malformed file is a ``ValueError`` naming the
-file and the field).
+file and the field): the domains by :meth:`margsynth.domain.Attribute.from_dict`, the
+junction tree by :func:`margsynth.inference.pgm.check_junction_tree`.
+
+Where it sits: in the top layer, beside ``margsynth.commands`` and ``margsynth.cli``
+(domain/dataset/timing/paths -> data -> privacy -> metrics -> inference -> mechanisms ->
+tabular -> experiments -> plotting/runner -> model_file/commands/cli). It reads and writes
+the optional :class:`margsynth.tabular.Encoder` of a raw-table run, so it must come after
+``tabular``, and it keeps the run's sidecar as the same strict JSON values the command
+line writes (:mod:`margsynth.jsonable`, the one home of that encoding), so it
+shares the commands' layer; ``margsynth synth --save-model`` and ``margsynth sample`` use
+it, and nothing below the top layer does.
 """
 
 from __future__ import annotations
 
 import io
 import json
-import math
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -43,151 +46,27 @@ from typing import Any
 
 import numpy as np
 
-from ..dataset import Dataset
-from ..domain import Attribute, Domain, Hierarchy
-from ..inference.pgm import GraphicalModel, JunctionTree
-from .base import check_records
-from .compression import Compression
+from .dataset import Dataset
+from .domain import Attribute, Domain
+from .inference.pgm import GraphicalModel, JunctionTree, check_junction_tree
+from .jsonable import finite_json, plain_json
+from .mechanisms.compression import Compression
+from .mechanisms.sampler import PGMSampler, pgm_mechanisms
+from .paths import atomic_path
+from .tabular import Encoder
 
-__all__ = [
-    "FORMAT",
-    "PGM_MECHANISMS",
-    "VERSION",
-    "PGMSampler",
-    "SavedModel",
-    "json_default",
-    "pgm_sampler",
-    "unsavable_reason",
-]
+__all__ = ["FORMAT", "VERSION", "SavedModel"]
 
 FORMAT = "margsynth-model"
 VERSION = 1
-#: The registered mechanisms that generate with Private-PGM (and so keep a savable model).
-PGM_MECHANISMS = ("mst", "mst-prop4", "nist-mst", "aim", "adagrid", "adaptive-grid", "independent", "privsyn-pgm")
-
-
-# ----------------------------------------------------------------------------- in memory
-@dataclass(frozen=True, eq=False)
-class PGMSampler:
-    """A fitted Private-PGM model and the steps that map its records to the data's domain.
-
-    ``model`` is over the domain the mechanism fitted on (compressed, for MST and
-    NIST-MST); ``reverse`` holds the :class:`~.compression.Compression` steps applied after
-    Algorithm 8, in order (each step's ``compressed`` domain is the previous step's output
-    domain). :meth:`sample` is the run's GENERATE step: Algorithms 7-8, then each reversal.
-    """
-
-    model: GraphicalModel
-    reverse: tuple[Compression, ...] = ()
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.model, GraphicalModel):
-            raise ValueError(f"model must be a GraphicalModel, got {type(self.model).__name__}")
-        steps = tuple(self.reverse)
-        dom = self.model.domain
-        for j, c in enumerate(steps):
-            if not isinstance(c, Compression):
-                raise ValueError(f"reverse step {j} must be a Compression, got {type(c).__name__}")
-            if c.compressed != dom:
-                raise ValueError(f"reverse step {j} starts from {c.compressed!r}, the previous step ends in {dom!r}")
-            dom = c.original
-        object.__setattr__(self, "reverse", steps)
-
-    @property
-    def domain(self) -> Domain:
-        """The domain of the records :meth:`sample` returns (the data's domain)."""
-        return self.reverse[-1].original if self.reverse else self.model.domain
-
-    @property
-    def total(self) -> float:
-        """The model's (noisy) number of records ``N``."""
-        return float(self.model.total)
-
-    def sample(self, n: int, rng: np.random.Generator) -> Dataset:
-        """``n`` records over :attr:`domain`: Algorithms 7-8 on the model, then the reversal
-        steps, every draw from ``rng`` (same ``rng`` state, same records)."""
-        n = check_records(n, "n", columns=len(self.domain))
-        if n is None:
-            raise ValueError("n must be a positive integer, got None")
-        if not isinstance(rng, np.random.Generator):
-            raise ValueError(f"rng must be an explicit numpy.random.Generator, got {type(rng).__name__}")
-        synth = self.model.synthetic_data(n, rng=rng)
-        for c in self.reverse:
-            synth = c.reverse(synth, rng)
-        return synth
-
-
-def pgm_sampler(extras: Mapping[str, Any], *reverse: Compression) -> PGMSampler | None:
-    """The :class:`PGMSampler` of a generator's output (its ``extras["model"]``, present when
-    the generator was Private-PGM) followed by ``reverse``; ``None`` when there is no model."""
-    model = extras.get("model")
-    if not isinstance(model, GraphicalModel):
-        return None
-    return PGMSampler(model, tuple(reverse))
-
-
-def unsavable_reason(mechanism: Any) -> str | None:
-    """Why a run of ``mechanism`` (an instance) will keep no :class:`PGMSampler`, or ``None``
-    when it will: it must generate with Private-PGM (a
-    :class:`~.generators.PGMGenerator`) and have no record transforms (NIST-MST's
-    ``transforms``, whose reverses are arbitrary code and are not saved)."""
-    from .generators import PGMGenerator
-
-    gen = getattr(mechanism, "generator_", None)
-    if gen is None:
-        gen = getattr(mechanism, "generator", None)
-    if not isinstance(gen, PGMGenerator):
-        what = getattr(gen, "name", None) or type(mechanism).__name__
-        return f"it generates with {what}, not with Private-PGM"
-    if getattr(mechanism, "transforms", ()):
-        return "its record transforms cannot be saved"
-    return None
-
-
-# ----------------------------------------------------------------------------- JSON helpers
 #: Keys of a run's sidecar left out of a saved model: wall-clock times differ between two runs
 #: of the same seed, and without them the same run gives a byte-identical file.
 _TIMINGS = ("seconds", "wall_seconds")
 
 
-def json_default(o: Any) -> Any:
-    """``json.dumps``'s ``default`` for run descriptions: numpy scalars and arrays as numbers and
-    lists, sets as lists, anything else by its ``repr``."""
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, (set, frozenset, tuple)):
-        return list(o)
-    return repr(o)
-
-
-def _plain(obj: Any) -> Any:
-    """``obj`` as JSON values (:func:`json_default`)."""
-    return json.loads(json.dumps(obj, default=json_default))
-
-
-def _finite_json(obj: Any) -> Any:
-    """Non-finite floats (which strict JSON has no word for) as ``None``."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _finite_json(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_finite_json(v) for v in obj]
-    return obj
-
-
-def _domain_to_json(domain: Domain) -> list[dict[str, Any]]:
-    out = []
-    for a in domain.attributes:
-        d: dict[str, Any] = {"name": a.name, "size": a.size, "ordinal": bool(a.ordinal)}
-        if a.hierarchy is not None:
-            d["hierarchy"] = [list(lvl) for lvl in a.hierarchy.levels]
-        if a.labels is not None:
-            d["labels"] = list(a.labels)
-        out.append(d)
-    return out
+def _domain_json(domain: Domain) -> list[dict[str, Any]]:
+    """The file's form of a domain: one :meth:`~margsynth.domain.Attribute.to_dict` per attribute."""
+    return [a.to_dict() for a in domain.attributes]
 
 
 class _Reader:
@@ -196,8 +75,12 @@ class _Reader:
     def __init__(self, path: Path):
         self.path = path
 
+    def error(self, problem: str) -> ValueError:
+        """``problem`` (which names the field) as the error of this file."""
+        return ValueError(f"{str(self.path)!r}: {problem}; expected a model file written by margsynth synth --save-model")
+
     def fail(self, where: str, problem: str) -> ValueError:
-        return ValueError(f"{str(self.path)!r}: {where}: {problem}; expected a model file written by margsynth synth --save-model")
+        return self.error(f"{where}: {problem}")
 
     def get(self, obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
         if not isinstance(obj, dict) or key not in obj:
@@ -216,62 +99,23 @@ class _Reader:
             raise self.fail(where, "not a non-empty list of attributes")
         attrs = []
         for i, a in enumerate(spec):
-            w = f"{where}[{i}]"
-            name = self.get(a, "name", str, w)
-            size = self.get(a, "size", int, w)
-            ordinal = self.get(a, "ordinal", bool, w)
             try:
-                hier = Hierarchy(tuple(tuple(lvl) for lvl in a["hierarchy"])) if a.get("hierarchy") is not None else None
-                labels = a.get("labels")
-                if labels is not None and (not isinstance(labels, list) or not all(isinstance(x, str) for x in labels)):
-                    raise ValueError(f"labels must be a list of strings, got {labels!r}")
-                attrs.append(Attribute(name, size, ordinal=ordinal, hierarchy=hier, labels=labels))
-            except (ValueError, TypeError) as exc:
-                raise self.fail(w, str(exc)) from None
+                attrs.append(Attribute.from_dict(a))
+            except ValueError as exc:
+                raise self.fail(f"{where}[{i}]", str(exc)) from None
         try:
             return Domain(tuple(attrs))
         except ValueError as exc:
             raise self.fail(where, str(exc)) from None
 
     def tree(self, spec: Any, domain: Domain, where: str) -> JunctionTree:
-        cliques = self.get(spec, "cliques", list, where)
-        parent = self.get(spec, "parent", list, where)
-        order = self.get(spec, "order", list, where)
-        elim = self.get(spec, "elimination_order", list, where)
-        k = len(cliques)
-        if k == 0:
-            raise self.fail(f"{where}.cliques", "no cliques")
-        cl = []
-        for i, c in enumerate(cliques):
-            try:
-                if not isinstance(c, list) or not c or not all(isinstance(a, str) for a in c):
-                    raise ValueError(f"{c!r} is not a non-empty list of attribute names")
-                c = domain.check_attrs(c, "clique")
-                if c != domain.canonical(c):
-                    raise ValueError(f"{list(c)} is not in domain order {list(domain.canonical(c))}")
-                cl.append(c)
-            except ValueError as exc:
-                raise self.fail(f"{where}.cliques[{i}]", str(exc)) from None
-        if sorted({a for c in cl for a in c}, key=domain.index) != list(domain.names):
-            raise self.fail(f"{where}.cliques", "they do not cover every attribute of the model's domain")
-        if len(parent) != k or not all(isinstance(p, int) and not isinstance(p, bool) and -1 <= p < k for p in parent):
-            raise self.fail(f"{where}.parent", f"{parent!r} is not one index in [-1, {k}) per clique")
-        if not all(isinstance(o, int) and not isinstance(o, bool) for o in order) or sorted(order) != list(range(k)):
-            raise self.fail(f"{where}.order", f"{order!r} is not a permutation of the {k} clique indices")
-        pos = {c: i for i, c in enumerate(order)}
-        if parent[order[0]] != -1 or any(parent[c] == -1 or pos[parent[c]] >= pos[c] for c in order[1:]):
-            raise self.fail(f"{where}.order", "it is not a breadth-first order of a tree rooted at its first clique (parents first)")
-        for a in domain.names:  # running intersection: the cliques holding ``a`` form a subtree
-            holding = [c for c in range(k) if a in cl[c]]
-            tops = [c for c in holding if parent[c] not in holding]
-            if len(tops) != 1:
-                raise self.fail(f"{where}.cliques", f"attribute {a!r} breaks the running-intersection property")
-        if not all(isinstance(e, str) for e in elim) or sorted(elim) != sorted(domain.names):
-            raise self.fail(f"{where}.elimination_order", "it is not an ordering of the model's attributes")
-        return JunctionTree(domain, tuple(cl), tuple(parent), tuple(order), tuple(elim))
+        fields = [self.get(spec, key, list, where) for key in ("cliques", "parent", "order", "elimination_order")]
+        try:
+            return check_junction_tree(domain, *fields, where=where)
+        except ValueError as exc:
+            raise self.error(str(exc)) from None
 
 
-# ----------------------------------------------------------------------------- on disk
 @dataclass(frozen=True, eq=False)
 class SavedModel:
     """A run's fitted model with its description (see the module docstring).
@@ -293,14 +137,14 @@ class SavedModel:
         if not isinstance(self.sampler, PGMSampler):
             raise ValueError(f"sampler must be a PGMSampler, got {type(self.sampler).__name__}")
         info = {k: v for k, v in dict(self.info).items() if k not in _TIMINGS}
-        object.__setattr__(self, "info", _finite_json(_plain(info)))
+        object.__setattr__(self, "info", finite_json(plain_json(info)))
         if self.columns is not None:
             cols = tuple(str(c) for c in self.columns)
             if sorted(cols) != sorted(self.domain.names):
                 raise ValueError(f"columns {list(cols)} are not the domain's attributes {list(self.domain.names)}")
             object.__setattr__(self, "columns", cols)
         if self.encoder is not None:
-            object.__setattr__(self, "encoder", _plain(dict(self.encoder)))
+            object.__setattr__(self, "encoder", plain_json(dict(self.encoder)))
 
     # -- construction
     @classmethod
@@ -312,14 +156,14 @@ class SavedModel:
         columns: Any = None,
         encoder: Any = None,
     ) -> SavedModel:
-        """The saved model of ``result`` (a :class:`~.base.SynthesisResult`); ``info`` defaults
+        """The saved model of ``result`` (a :class:`~margsynth.mechanisms.base.SynthesisResult`); ``info`` defaults
         to its sidecar; ``encoder`` is an encoder object (``to_dict()``) or its dictionary.
         ``ValueError`` when the run kept no Private-PGM model."""
         sampler = getattr(result, "sampler", None)
         if sampler is None:
             raise ValueError(
                 f"mechanism {getattr(result, 'mechanism', '?')!r} keeps no fitted Private-PGM model to save; "
-                f"saved models exist for the mechanisms that generate with Private-PGM ({', '.join(PGM_MECHANISMS)})"
+                f"saved models exist for the mechanisms that generate with Private-PGM ({', '.join(pgm_mechanisms())})"
             )
         if encoder is not None and not isinstance(encoder, Mapping):
             encoder = encoder.to_dict()
@@ -342,7 +186,7 @@ class SavedModel:
 
     # -- sampling
     def sample(self, n: int | None, rng: np.random.Generator) -> Dataset:
-        """``n`` records over :attr:`domain` (``None``: :attr:`records`); see :meth:`PGMSampler.sample`."""
+        """``n`` records over :attr:`domain` (``None``: :attr:`records`); see :meth:`~margsynth.mechanisms.sampler.PGMSampler.sample`."""
         return self.sampler.sample(self.records if n is None else n, rng)
 
     def sample_frame(self, n: int | None, rng: np.random.Generator):
@@ -354,12 +198,10 @@ class SavedModel:
         frame = data.df
         return frame[list(self.columns)] if self.columns is not None else frame
 
-    def decoder(self):
+    def decoder(self) -> Encoder | None:
         """The :class:`margsynth.tabular.Encoder` of a raw-table run (``None`` otherwise)."""
         if self.encoder is None:
             return None
-        from ..tabular import Encoder
-
         return Encoder.from_dict(self.encoder)
 
     # -- files
@@ -371,15 +213,15 @@ class SavedModel:
             "version": VERSION,
             "kind": "private-pgm",
             "model": {
-                "domain": _domain_to_json(m.domain),
+                "domain": _domain_json(m.domain),
                 "cliques": [list(c) for c in tree.cliques],
                 "parent": list(tree.parent),
                 "order": list(tree.order),
                 "elimination_order": list(tree.elimination_order),
                 "total": float(m.total),
             },
-            "reverse": [{"kind": "compression", "original": _domain_to_json(c.original)} for c in self.sampler.reverse],
-            "domain": _domain_to_json(self.domain),
+            "reverse": [{"kind": "compression", "original": _domain_json(c.original)} for c in self.sampler.reverse],
+            "domain": _domain_json(self.domain),
             "columns": None if self.columns is None else list(self.columns),
             "info": self.info,
             "encoder": self.encoder,
@@ -407,8 +249,6 @@ class SavedModel:
 
     def save(self, path: str | Path) -> Path:
         """Write the model to ``path`` (one ``.npz`` file, replaced atomically)."""
-        from ..paths import atomic_path
-
         path = Path(path)
         with atomic_path(path, ".npz") as tmp:
             with open(tmp, "wb") as fh:

@@ -3,7 +3,9 @@
 The metrics of :mod:`margsynth.metrics` compare two :class:`~margsynth.dataset.Dataset`
 objects over one domain. A raw table (strings, decimals, empty cells) becomes one through
 an encoder fitted from its schema (:func:`margsynth.tabular.fit_encoder`); to score,
-the real and the synthetic table must go through the *same* encoder.
+the real and the synthetic table must go through the *same* encoder. (This module sits in
+:mod:`margsynth.tabular`, above the metrics: it needs the schema and the encoder, the
+metrics need neither.)
 
 Scoring reads the real table, so the scores are not differentially private and the
 encoder may be resolved exactly: :func:`exact_schema` replaces every ``"discover"`` of the
@@ -21,14 +23,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .encoder import _missing, fit_encoder
+from .schema import Schema, category_key
+
 __all__ = ["encode_pair", "exact_schema"]
 
 
-def _resolved_column(spec: Any, values: pd.Series) -> dict[str, Any]:
-    from ..tabular.schema import category_key
+#: Bins of a numeric column whose ``bins`` is ``"auto"``, for scoring (exact quantiles).
+SCORING_BINS = 16
 
+
+def _resolved_column(spec: Any, values: pd.Series, tokens: tuple[str, ...]) -> dict[str, Any]:
     d = spec.to_dict()
-    present = values[~values.isna()]
+    miss = _missing(values, tokens)
+    present = values[~miss]
+    if d["nullable"] == "discover":  # the synthetic table may have nulls the real one lacks
+        d["nullable"] = True
     if spec.kind != "numeric":
         if d.get("categories") == "discover":
             seen: dict[str, Any] = {}
@@ -48,13 +58,16 @@ def _resolved_column(spec: Any, values: pd.Series) -> dict[str, Any]:
         lo, hi = (float(nums.min()), float(nums.max())) if nums.size else (0.0, 1.0)
         if integer:
             lo, hi = float(np.floor(lo)), float(np.ceil(hi))
-        if not lo < hi:
+        if not (lo < hi or (integer and lo == hi)):
             hi = lo + 1.0
         d["bounds"] = [int(lo), int(hi)] if integer else [lo, hi]
         d["clip"] = True
+    bins = SCORING_BINS if spec.bins == "auto" else spec.bins
+    if d.get("bins") == "auto":
+        d["bins"] = bins
     if d.get("binning") == "quantile":
         lo, hi = d["bounds"]
-        q = np.quantile(nums, np.arange(1, spec.bins) / spec.bins) if nums.size else np.zeros(0)
+        q = np.quantile(nums, np.arange(1, bins) / bins) if nums.size else np.zeros(0)
         if integer:
             q = np.ceil(q)
             cuts = sorted({float(c) for c in q if lo < c <= hi})
@@ -71,15 +84,13 @@ def _resolved_column(spec: Any, values: pd.Series) -> dict[str, Any]:
 def exact_schema(real: pd.DataFrame, schema: Any):
     """``schema`` with every ``"discover"`` resolved exactly from ``real`` (see the module
     docstring); a :class:`~margsynth.tabular.Schema` that needs no private discovery."""
-    from ..tabular import Schema
-
     schema = Schema.coerce(schema)
     cols = []
     for spec in schema.columns:
         if spec.name not in real.columns:
             raise ValueError(f"column {spec.name!r}: in the schema but not in the real table; the table has {list(real.columns)}")
-        cols.append(_resolved_column(spec, real[spec.name]))
-    return Schema.from_dict({"columns": cols})
+        cols.append(_resolved_column(spec, real[spec.name], schema.tokens(spec.name)))
+    return Schema.from_dict({"columns": cols, "null_tokens": list(schema.null_tokens)})
 
 
 def encode_pair(
@@ -88,8 +99,6 @@ def encode_pair(
     """``(real Dataset, synthetic Dataset, encoder)``: both tables encoded by the encoder of
     :func:`exact_schema` (a ``ValueError`` prefixed by ``what`` and naming the column, row and
     value when a cell does not fit the schema)."""
-    from ..tabular import fit_encoder
-
     try:
         resolved = exact_schema(real, schema)
     except ValueError as exc:
