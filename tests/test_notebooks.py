@@ -5,11 +5,11 @@ The figure check renders each notebook's figures with the functions the notebook
 (:mod:`margsynth.plotting.catalog`) from the results its quick run left in the on-disk cache, and
 runs :func:`margsynth.plotting.check.layout_problems` on each: no text over text, no text cut off
 or hidden by a colour bar or legend, no legend over data, a label on every axis. In ``make test``
-each notebook's run and its figure check share an xdist group, so the check runs after the
-notebook, on the same worker, from the cache the run just filled (a miss is then a failure: the
-catalog asks for other results than the notebook computed). Run on its own (``pytest -m figures``)
-the check reads the project's cache (``results/cache``, filled by ``margsynth reproduce``) and
-skips a notebook whose results are not there.
+(a fresh clone has no cache) each notebook's test runs the check right after the notebook, from
+the cache the run just filled, with ``MARGSYNTH_CACHE=require``: a miss is a failure (the catalog
+asks for other results than the notebook computed). ``pytest -m figures`` runs the same check
+alone, in seconds, from the project's cache (``results/cache``, filled by ``margsynth reproduce``),
+skipping a notebook whose results are not there: the loop for working on a figure.
 """
 
 import os
@@ -33,13 +33,7 @@ from margsynth.runner import discover, run_notebook  # noqa: E402
 from .conftest import mirror  # noqa: E402
 
 NOTEBOOKS = discover()
-# notebook stem -> the cache its quick run filled in this session (on this worker)
-_RAN: dict[str, Path] = {}
-
-
-def _grouped(paths):
-    """One xdist group per notebook: its run, then its figure check, on one worker."""
-    return [pytest.param(p, id=p.stem, marks=pytest.mark.xdist_group(p.stem)) for p in paths]
+IDS = [p.stem for p in NOTEBOOKS]
 
 
 def unclean_outputs(path: Path) -> list[str]:
@@ -66,9 +60,23 @@ def unclean_outputs(path: Path) -> list[str]:
     return problems
 
 
+def figure_problems(stem: str, cache: Path, monkeypatch) -> list[str]:
+    """Every layout problem of ``stem``'s quick-profile figures, rendered from ``cache`` alone."""
+    entry = catalog.NOTEBOOKS[stem]
+    monkeypatch.setenv("MARGSYNTH_CACHE_DIR", str(cache))
+    monkeypatch.setenv("MARGSYNTH_CACHE", "require")
+    figures = entry.build("quick")
+    try:
+        assert set(figures) == set(entry.names) - set(entry.full_only)
+        return [f"{name}: {p}" for name, fig in figures.items() for p in layout_problems(fig)]
+    finally:
+        for fig in figures.values():
+            plt.close(fig)
+
+
 @pytest.mark.notebook
 @pytest.mark.slow
-@pytest.mark.parametrize("path", _grouped(NOTEBOOKS))
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_notebook_runs_in_quick_profile(path, tmp_path, monkeypatch):
     monkeypatch.setenv("MARGSYNTH_RESULTS_DIR", str(tmp_path / "results"))
     monkeypatch.setenv("MARGSYNTH_FIGURES_DIR", str(tmp_path / "figures"))
@@ -77,33 +85,23 @@ def test_notebook_runs_in_quick_profile(path, tmp_path, monkeypatch):
     assert list((tmp_path / "figures").glob("*.png")) or list((tmp_path / "results" / "tables").glob("*.csv"))
     if mirror() is not None and not os.environ.get("MARGSYNTH_NO_DOWNLOAD"):
         assert all(d["source"] == "real" for d in result.data), result.data
-    _RAN[path.stem] = tmp_path / "results" / "cache"
     problems = unclean_outputs(Path(result.output))
+    assert not problems, "\n".join(problems)
+    # the figure check, from the cache this run filled
+    problems = figure_problems(path.stem, tmp_path / "results" / "cache", monkeypatch)
     assert not problems, "\n".join(problems)
 
 
 @pytest.mark.figures
-@pytest.mark.parametrize("path", _grouped(NOTEBOOKS))
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_every_figure_is_printable(path, monkeypatch):
-    entry = catalog.NOTEBOOKS[path.stem]
-    ran = path.stem in _RAN
-    cache = _RAN[path.stem] if ran else cache_dir()
-    if not ran and not any(cache.glob("*/*.pkl")):
+    cache = cache_dir()
+    if not any(cache.glob("*/*.pkl")):
         pytest.skip(f"no cached results in {cache}: run `margsynth reproduce --only {path.stem[:2]}` first")
-    monkeypatch.setenv("MARGSYNTH_CACHE_DIR", str(cache))
-    monkeypatch.setenv("MARGSYNTH_CACHE", "require")
     try:
-        figures = entry.build("quick")
+        problems = figure_problems(path.stem, cache, monkeypatch)
     except CacheMiss as exc:
-        if ran:  # the notebook ran in this session: the catalog asks for other results than it computed
-            raise
         pytest.skip(f"{path.stem}'s quick results are not all cached ({exc}): run the notebook first")
-    try:
-        assert set(figures) == set(entry.names) - set(entry.full_only)
-        problems = [f"{name}: {p}" for name, fig in figures.items() for p in layout_problems(fig)]
-    finally:
-        for fig in figures.values():
-            plt.close(fig)
     assert not problems, "\n".join(problems)
 
 
