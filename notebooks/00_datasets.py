@@ -16,8 +16,12 @@
 # # 00 — The datasets
 #
 # Every dataset in margsynth's registry: records, attributes, domain sizes, where it comes from and under which
-# licence, and the profile of attribute cardinalities. This notebook also proves the runner end to end:
+# licence — the Baltimore 911 incidents, the record datasets (integer codes over a domain) and the raw table of
+# notebook 09 (rows and columns only: a raw table has no domain until its schema is chosen) — and the profile of
+# the record datasets' attribute cardinalities. This notebook also proves the runner end to end:
 # `margsynth reproduce --only 00`.
+#
+# **Quick profile:** the same as the full one (there is nothing to shorten); the overview is complete in both.
 #
 # Data are fetched (and SHA-256-verified) from the pinned URLs or a local mirror (`MARGSYNTH_DATA_MIRROR`);
 # datasets that cannot be fetched are listed from their stored schema.
@@ -27,10 +31,8 @@ profile = "quick"  # "quick" or "full": same work here, the notebook is small ei
 load_unavailable = False  # True: load offline surrogates for datasets that cannot be fetched
 
 # %%
-import matplotlib.pyplot as plt
-import seaborn as sns
-
 from margsynth.experiments import datasets as exp
+from margsynth.plotting import datasets as figures
 from margsynth.plotting import save_figure, save_table, use_style
 
 use_style()
@@ -40,11 +42,6 @@ overview
 
 # %%
 card = exp.cardinalities(load_unavailable=load_unavailable)
-order = card.groupby("dataset")["size"].median().sort_values().index
-fig, ax = plt.subplots(figsize=(8, 4.5))
-sns.stripplot(data=card, x="size", y="dataset", hue="ordinal", order=order, jitter=0.25, alpha=0.7, ax=ax)
-ax.set_xscale("log")
-ax.set_xlabel("attribute cardinality (log scale)")
-ax.set_ylabel("")
-ax.set_title("Attribute-cardinality profile of the registered datasets")
+fig = figures.cardinality_profile(card)
 save_figure(fig, "00_cardinality_profile")
+card.groupby("dataset")["size"].describe()[["count", "min", "50%", "max"]]

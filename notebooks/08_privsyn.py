@@ -41,6 +41,9 @@
 # Private-PGM is not fitted when the selected cliques triangulate into a junction tree over
 # `memory_limit_mb`; such runs are listed as *model too large* — the failure mode PrivSyn §5 cites
 # for dense marginal sets.
+#
+# **Quick profile:** ε ∈ {0.3, 4} and one seed, 200 range queries and no counting queries (full: six ε, five seeds,
+# 1,000 range queries, counting queries); the claims show at the two ends of the range (see the reading at the end).
 
 # %% tags=["parameters"]
 profile = "quick"  # "quick" (CI, 2 eps x 1 seed, ~75 CPU-s on 2 processes) or "full" (6 eps x 5 seeds + counting queries: ~2 CPU-hours, ~1 h on 2 cores)
@@ -53,11 +56,10 @@ memory_limit_mb = None  # largest Private-PGM junction tree fitted; None: the pr
 workers = None  # local worker processes; None: the profile's
 
 # %%
-import matplotlib.pyplot as plt
 import numpy as np
-import seaborn as sns
 
 from margsynth.experiments import privsyn as exp
+from margsynth.plotting import privsyn as figures
 from margsynth.plotting import save_figure, save_table, use_style
 
 use_style()
@@ -97,37 +99,17 @@ summary.round(4)
 # open marker). Larger ε makes noise cheaper, so more pairs are selected before the estimate turns.
 
 # %%
-sel = selection.copy()
-sel["error / E0"] = sel["error"] / sel.groupby(["dataset", "epsilon", "seed"])["error"].transform("first")
-sel = sel[sel["seed"] == seeds[0]]
-fig, axes = plt.subplots(1, len(datasets), figsize=(5.2 * len(datasets), 3.6), squeeze=False)
-for ax, ds in zip(axes[0], datasets):
-    for eps, g in sel[sel["dataset"] == ds].groupby("epsilon"):
-        acc, stop = g[g["accepted"]], g[~g["accepted"]]
-        line, = ax.plot(acc["step"], acc["error / E0"], marker=".", label=f"eps={eps:g} ({len(acc) - 1} pairs)")
-        ax.plot(stop["step"], stop["error / E0"], marker="o", mfc="none", color=line.get_color(), ls="none")
-    ax.set(title=ds, xlabel="greedy step t", ylabel="E_t / E_0")
-    ax.legend(fontsize=8)
-fig.suptitle("PrivSyn Algorithm 1: error estimate per greedy step (open marker: the rejected step)")
+fig = figures.selection_trace(selection, seed=seeds[0])
 save_figure(fig, "08_privsyn_selection_trace")
+sel = selection[selection["seed"] == seeds[0]]
 steps = sel[(sel["epsilon"] == trace_epsilon)][["dataset", "step", "chosen", "error", "accepted"]]
 save_table(steps, "08_privsyn_selection_steps")
 steps.groupby("dataset").head(12)
 
 # %%
-b = budget[(budget["epsilon"] == trace_epsilon) & (budget["seed"] == seeds[0])].copy()
-b["kind"] = np.where(b["order"] == 1, "1-way", np.where(b["order"] == 2, "pair", "combined clique"))
-fig, axes = plt.subplots(1, len(datasets), figsize=(5.2 * len(datasets), 4.2), squeeze=False)
-for ax, ds in zip(axes[0], datasets):
-    g = b[b["dataset"] == ds].sort_values("rho", ascending=False)
-    colors = g["kind"].map({"1-way": "tab:gray", "pair": "tab:blue", "combined clique": "tab:orange"})
-    ax.bar(range(len(g)), g["share"], color=colors)
-    ax.set(title=f"{ds}, eps={trace_epsilon:g}: {len(g)} marginals", xlabel="measured marginal (by budget)",
-           ylabel="share of the marginals' rho", yscale="log")
-handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in ("tab:orange", "tab:blue", "tab:gray")]
-axes[0][-1].legend(handles, ["combined clique (Alg. 2)", "pair", "1-way"], loc="upper right", fontsize=8)
-fig.suptitle("Budget per measured marginal (Eq. 1: rho_i ∝ cells^(2/3); 1-way marginals: 10% of rho, split evenly)")
+fig = figures.budget(budget, epsilon=trace_epsilon, seed=seeds[0])
 save_figure(fig, "08_privsyn_budget")
+b = budget[(budget["epsilon"] == trace_epsilon) & (budget["seed"] == seeds[0])]
 b[["dataset", "clique", "cells", "rho", "sigma", "share"]].groupby("dataset").head(8).round(5)
 
 # %% [markdown]
@@ -137,20 +119,8 @@ b[["dataset", "clique", "cells", "rho", "sigma", "share"]].groupby("dataset").he
 # deviation). A missing PrivSyn + Private-PGM point is a model that was too large to fit (table below).
 
 # %%
-metrics = [m for m in ("tv_2way", "tv_3way", "range_queries", "counting_queries") if runs[m].notna().any()]
-long = ok.melt(id_vars=["dataset", "epsilon", "seed", "label"], value_vars=metrics, var_name="metric", value_name="error")
-g = sns.relplot(
-    data=long, x="epsilon", y="error", hue="label", hue_order=order, style="label", style_order=order,
-    row="dataset", col="metric", kind="line", marker="o", errorbar="sd", height=2.9, aspect=1.15,
-    facet_kws={"sharey": False},
-)
-g.set(xscale="log", yscale="log")
-for ax in g.axes.flat:
-    ax.set_xticks(epsilons, [f"{e:g}" for e in epsilons])
-    ax.xaxis.set_minor_locator(plt.NullLocator())
-g.set_titles("{row_name}: {col_name}")
-g.figure.suptitle(f"PrivSyn vs MST, GUM vs Private-PGM (delta={delta:g})", y=1.03)
-save_figure(g.figure, "08_privsyn_vs_mst")
+fig = figures.versus_mst(runs, delta=delta)
+save_figure(fig, "08_privsyn_vs_mst")
 table = summary.pivot_table(index=["dataset", "epsilon"], columns="label", values="tv_3way")[order]
 table.round(4)
 
@@ -171,19 +141,8 @@ refused
 # to a floor of 0.02; GUM stops once a round changes fewer than 0.1% of the records, or after 50 rounds.
 
 # %%
-tr = traces[traces["seed"] == seeds[0]].melt(
-    id_vars=["dataset", "label", "epsilon", "round"], value_vars=["mean_tv", "max_tv", "changed_fraction"],
-    var_name="quantity", value_name="value",
-)
-tr = tr[~((tr["quantity"] == "changed_fraction") & (tr["round"] == 0))]
-g = sns.relplot(
-    data=tr, x="round", y="value", hue="epsilon", style="label", row="dataset", col="quantity", kind="line",
-    palette="viridis", height=2.8, aspect=1.2, facet_kws={"sharey": False},
-)
-g.set(yscale="log")
-g.set_titles("{row_name}: {col_name}")
-g.figure.suptitle("GUM convergence (PrivSyn + GUM and MST + GUM)", y=1.03)
-save_figure(g.figure, "08_privsyn_gum_convergence")
+fig = figures.gum_convergence(traces, seed=seeds[0])
+save_figure(fig, "08_privsyn_gum_convergence")
 last = traces.sort_values("round").groupby(["dataset", "label", "epsilon", "seed"]).tail(1)
 last = last.sort_values(["dataset", "label", "epsilon", "seed"])
 save_table(last, "08_privsyn_gum_final_round")

@@ -1,16 +1,12 @@
 """The notebook-04 helpers of ``margsynth.experiments.nist_mst`` that need no mechanism run:
-the ordering table of the Table 5 analogue and the Figure 3 drawing (NIST-MST paper §5, §7)."""
+the ordering table of the Table 5 analogue (NIST-MST paper §7); the Figure 3 drawing is tested in
+tests/test_plotting.py."""
 
 from __future__ import annotations
 
-import matplotlib
+import pandas as pd
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from margsynth.experiments import nist_mst as exp  # noqa: E402
+from margsynth.experiments import nist_mst as exp
 
 
 def _summary(values: dict[str, tuple[float, float]], eps: float = 0.3) -> pd.DataFrame:
@@ -37,27 +33,3 @@ def test_table5_ordering_marks_separation_and_compares_with_published():
     assert (flipped.set_index("criterion").loc["3-way marginals", "same NIST-MST/MST order"]) == "no"
     close = exp.table5_ordering(_summary({"NIST-MST": (0.1, 0.05), "MST": (0.12, 0.01)}))
     assert (close.set_index("criterion").loc["3-way marginals", "same NIST-MST/MST order"]) == "within sd"
-
-
-def test_draw_selection_uses_one_layout_and_marks_changing_cliques():
-    nodes = ["a", "b", "c", "d", "e"]
-    fig3 = pd.DataFrame(
-        [
-            (0.3, ("a", "b"), "tree", True, False),
-            (0.3, ("b", "c"), "tree", False, False),
-            (0.3, ("c", "d", "e"), "designated", True, True),
-            (8.0, ("a", "b"), "tree", True, False),
-            (8.0, ("a", "c"), "extra pair", False, False),
-            (8.0, ("a", "b", "c"), "triple", False, False),
-            (8.0, ("c", "d", "e"), "designated", True, True),
-        ],
-        columns=["epsilon", "clique", "kind", "all epsilons", "designated attributes"],
-    )
-    fig, axes = plt.subplots(1, 2)
-    pos, handles = exp.draw_selection(axes[0], fig3, 0.3, nodes, designated=("c", "d", "e"))
-    pos2, _ = exp.draw_selection(axes[1], fig3, 8.0, nodes, pos, designated=("c", "d", "e"))
-    assert pos2 is pos and set(pos) == set(nodes) and len(handles) == 4
-    gold = [ln for ln in axes[0].lines if ln.get_color() == "gold"]
-    assert len(gold) == 1  # (b, c) is selected at 0.3 only
-    assert len(axes[1].patches) == 2  # the triple's and the designated clique's triangles
-    plt.close(fig)

@@ -88,28 +88,6 @@ def test_paper_summary_reads_the_reference_table():
     assert p.loc["PrivPGD", "counting-queries rank"] < p.loc["PGM+MST", "counting-queries rank"]
 
 
-def test_plot_relative_shows_every_method():
-    rows = [
-        {
-            "dataset": d,
-            "epsilon": 2.5,
-            "method": m,
-            "seed": 0,
-            **{k: 1.0 + i + j for j, k in enumerate(bench.METRIC_LABELS)},
-        }
-        for d in ("a", "b")
-        for i, m in enumerate(bench.METHOD_ORDER)
-    ]
-    rel = bench.relative_performance(pd.DataFrame(rows))
-    fig = bench.plot_relative(rel)
-    panels = [ax for ax in fig.axes if ax.get_images()]
-    assert len(panels) == len(bench.METRIC_LABELS)
-    for ax in panels:  # one cell per (method, dataset): the best method's cell is drawn too
-        assert ax.get_images()[0].get_array().shape == (7, 2)
-        assert [t.get_text() for t in ax.get_yticklabels()] == list(bench.METHOD_ORDER)
-        assert "1" in [t.get_text() for t in ax.texts]
-
-
 @needs_real("titanic")
 def test_benchmark_tiny_sweep_on_titanic():
     df = bench.benchmark(

@@ -18,7 +18,6 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 import psutil
-from tqdm.auto import tqdm
 
 from ..data.baltimore import load_synthetic, load_truth
 from ..domain import Attribute, Domain
@@ -28,6 +27,7 @@ from ..metrics.aemc.instances import random_problem
 from ..metrics.aemc.scaling import exact_scale
 from ..metrics.baltimore import table1_specs
 from .cache import memoize
+from .sweep import progress_bar
 
 __all__ = [
     "PROFILES", "agreement", "baltimore_3way", "measure", "reference_loop_flow", "scaling", "scaling_instance",
@@ -90,7 +90,7 @@ def agreement(n: int = 200, seed: int = 0) -> pd.DataFrame:
 
     rng = np.random.default_rng(seed)
     rows = []
-    for i in tqdm(range(n), desc="random instances"):
+    for i in progress_bar(range(n), desc="random instances"):
         prob = random_problem(rng)
         vals = {s: solve(prob, s).cost for s in ("flow", "lp", "auto")}
         if prob.n_bins <= 40:
@@ -163,7 +163,7 @@ def scaling(profile: str = "quick", seed: int = 0) -> pd.DataFrame:
     methods = _methods(cfg["full_graph_max"])
     dropped: set[str] = set()
     rows = []
-    for n in tqdm(cfg["sizes"], desc="sizes"):
+    for n in progress_bar(cfg["sizes"], desc="sizes"):
         prob = scaling_instance(n, seed)
         for name, fn in methods.items():
             if name in dropped or (name == "reference loop" and n > cfg["loop_max"]):

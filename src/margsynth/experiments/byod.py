@@ -18,7 +18,7 @@ decimals, integers and empty cells; only the mechanism ever sees integer codes.
   marginals: numeric bins as ordinal attributes, categories flat), the Spearman
   correlation of a numeric pair and the share of empty cells per column.
 - :func:`sweep` -- the full profile's grid of mechanisms x epsilons x seeds.
-- :func:`plot_distributions`, :func:`plot_scatter` -- the figures.
+- the figures: :mod:`margsynth.plotting.byod`.
 
 Scoring reads the real table (the scores are not differentially private); both tables are
 encoded by one encoder resolved exactly from the real one
@@ -34,6 +34,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .sweep import progress_bar
+
 __all__ = [
     "DEMO",
     "DROPPED",
@@ -45,8 +47,6 @@ __all__ = [
     "ledger_table",
     "load_demo",
     "null_rates",
-    "plot_distributions",
-    "plot_scatter",
     "preprocessing_table",
     "run",
     "schema_table",
@@ -280,87 +280,12 @@ def sweep(
     mgd: bool = True,
 ) -> pd.DataFrame:
     """One row per (mechanism, epsilon, seed): the spent (ε, δ), seconds and :func:`utility`."""
-    from tqdm.auto import tqdm
-
     rows = []
     grid = list(itertools.product(mechanisms, epsilons, seeds))
-    for mech, eps, seed in tqdm(grid, desc="runs", leave=False):
+    for mech, eps, seed in progress_bar(grid, desc="runs", leave=False):
         synthetic, report = run(raw, schema, mech, epsilon=eps, delta=delta, seed=seed, iters=iters,
                                 select_iters=select_iters)  # fmt: skip
         rows.append({"mechanism": mech, "epsilon": eps, "seed": seed, "epsilon_spent": report["epsilon"],
                      "delta_spent": report["delta"], "seconds": report["seconds"]["total"],
                      **utility(raw, synthetic, schema, mgd=mgd)})  # fmt: skip
     return pd.DataFrame(rows)
-
-
-# ----------------------------------------------------------------------------- figures
-def _is_numeric(series: pd.Series) -> bool:
-    return pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
-
-
-def plot_distributions(real: pd.DataFrame, synthetic: pd.DataFrame, columns: Sequence[str], *, top: int = 12):
-    """One panel per column: the real and synthetic distributions side by side -- the
-    ``top`` most frequent categories of a categorical column (the rest as "(rest)"), a
-    shared-bin density histogram of a numeric one -- with the share of empty cells in the
-    legend."""
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
-    colours = sns.color_palette()
-    k = len(columns)
-    ncols = min(k, 3)
-    nrows = -(-k // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 3.4 * nrows), squeeze=False)
-    for ax, col in zip(axes.ravel(), columns):
-        r, s = real[col], synthetic[col]
-        null_r, null_s = float(r.isna().mean()), float(s.isna().mean())
-        label_r = f"real (empty {null_r:.1%})" if null_r or null_s else "real"
-        label_s = f"synthetic (empty {null_s:.1%})" if null_r or null_s else "synthetic"
-        if _is_numeric(r) and _is_numeric(s):
-            both = pd.concat([r, s]).dropna()
-            bins = np.histogram_bin_edges(both, bins=30)
-            ax.hist(r.dropna(), bins=bins, density=True, alpha=0.55, color=colours[0], label=label_r)
-            ax.hist(s.dropna(), bins=bins, density=True, alpha=0.55, color=colours[1], label=label_s)
-            ax.set_ylabel("density")
-        else:
-            fr = r.dropna().astype(str).value_counts(normalize=True)
-            fs = s.dropna().astype(str).value_counts(normalize=True)
-            keep = list(fr.index[:top])
-            if len(fr) <= top:  # every category, in their natural order (numerically for numbers)
-                nums = pd.to_numeric(pd.Series(keep), errors="coerce")
-                keep = [keep[i] for i in np.argsort(nums.to_numpy())] if nums.notna().all() else sorted(keep)
-            rows = pd.DataFrame({"real": fr.reindex(keep).fillna(0.0), "synthetic": fs.reindex(keep).fillna(0.0)})
-            if len(fr) > top or len(fs.index.difference(keep)):
-                rows.loc["(rest)"] = [fr.drop(keep, errors="ignore").sum(), fs.drop(keep, errors="ignore").sum()]
-            x = np.arange(len(rows))
-            ax.bar(x - 0.2, rows["real"], width=0.4, color=colours[0], label=label_r)
-            ax.bar(x + 0.2, rows["synthetic"], width=0.4, color=colours[1], label=label_s)
-            ax.set_xticks(x, [str(i)[:14] for i in rows.index], rotation=40, ha="right")
-            ax.set_ylabel("share of non-empty cells")
-        ax.set_title(col)
-        ax.legend(fontsize="small")
-    for ax in axes.ravel()[k:]:
-        ax.set_visible(False)
-    return fig
-
-
-def plot_scatter(real: pd.DataFrame, synthetic: pd.DataFrame, x: str, y: str, *, points: int = 4000, seed: int = 0):
-    """Two panels on shared axes: ``y`` against ``x`` in the real and in the synthetic table
-    (at most ``points`` rows of each, drawn with ``seed``; rows with an empty cell left out),
-    with each table's Spearman correlation in the title."""
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
-    colours = sns.color_palette()
-    rng = np.random.default_rng(seed)
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), sharex=True, sharey=True)
-    for ax, (name, frame), colour in zip(axes, (("real", real), ("synthetic", synthetic)), colours):
-        pts = frame[[x, y]].dropna()
-        rho = pts[x].corr(pts[y], method="spearman") if len(pts) > 1 else float("nan")
-        if len(pts) > points:
-            pts = pts.iloc[np.sort(rng.choice(len(pts), size=points, replace=False))]
-        ax.scatter(pts[x], pts[y], s=5, alpha=0.35, color=colour, linewidths=0)
-        ax.set_title(f"{name} (Spearman {rho:.2f})")
-        ax.set_xlabel(x)
-    axes[0].set_ylabel(y)
-    return fig

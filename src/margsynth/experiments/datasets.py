@@ -1,8 +1,11 @@
 """Notebook 00: every registered dataset at a glance.
 
-``overview()`` returns one row per loadable dataset (records, attributes,
-domain sizes, cells of the full table, source, licence); ``cardinalities()``
-the long table of attribute sizes behind the cardinality-profile figure.
+``overview()`` returns one row per registered dataset (records, attributes,
+domain sizes, cells of the full table, source, licence): the Baltimore 911
+incidents, every record dataset (integer codes over a domain) and every raw
+table (strings, decimals, empty cells: rows and columns only, as a raw table
+has no domain until its schema is chosen); ``cardinalities()`` the long table
+of attribute sizes behind the cardinality-profile figure (record datasets).
 Datasets whose files are unavailable are listed from their stored schema
 (source ``"unavailable"``) unless ``load_unavailable`` asks for their
 offline surrogate.
@@ -13,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..data import DATASETS, RECORD_DATASETS, is_available, load
+from ..data import DATASETS, RAW_TABLES, RECORD_DATASETS, is_available, load, load_raw
 from ..data import baltimore as balt
 from ..data.loaders import _schema_domain
 from ..data.provenance import used
@@ -59,6 +62,14 @@ def overview(load_unavailable: bool = False) -> pd.DataFrame:
                              "licence": DATASETS[registry].licence})  # fmt: skip
                 continue
             rows.append(_row(name, registry, domain, pd.NA, "unavailable (schema only)"))
+    for name, (registry, _) in RAW_TABLES.items():
+        row = {"dataset": name, "registry": registry, "licence": DATASETS[registry].licence}
+        if is_available(registry):
+            table = load_raw(name)
+            row.update({"records": len(table), "attributes": table.shape[1], "source": "real (raw table)"})
+        else:
+            row["source"] = "unavailable (raw table)"
+        rows.append(row)
     frame = pd.DataFrame(rows)
     ints = {c: "Int64" for c in ("records", "attributes", "min size", "max size") if c in frame}
     return frame.astype(ints)

@@ -19,7 +19,7 @@ sex × native-country × income>50K (:func:`margsynth.metrics.suite.designated_t
   published numbers; :func:`table5_ordering` the order of the mechanisms per criterion and ε.
 - :func:`figure3_data` — the marginals NIST-MST selected (Algorithm 5 on the compressed public
   data) per ε: the maximum spanning tree, the step-4 triangles, the designated clique, and
-  which edges change across ε; :func:`draw_selection` draws one as Figure 3 does.
+  which edges change across ε; :func:`margsynth.plotting.nist_mst.draw_selection` draws one as Figure 3 does.
 - :func:`selection_quality` — total mutual information (on the private data) of the
   pairs chosen by the best tree, the public tree (Algorithm 5 steps 1–2 on the public
   data, without boosts or step 4), Algorithm 6 at each ε, and a random spanning tree.
@@ -53,7 +53,6 @@ __all__ = [
     "PUBLISHED_TABLE5",
     "PROFILES",
     "SCORES",
-    "draw_selection",
     "figure3_data",
     "run_one",
     "selection_quality",
@@ -296,67 +295,6 @@ def figure3_data(epsilons=(0.3, 1.0, 8.0), seed: int = 0, iters: int = 5000) -> 
     out["all epsilons"] = keyed["key"].map(present).eq(len(set(map(float, epsilons)))).to_numpy()
     out["designated attributes"] = out["clique"].map(lambda c: set(c) <= set(des))
     return out
-
-
-def draw_selection(ax, fig3: pd.DataFrame, epsilon: float, nodes, pos=None, *, designated=()):
-    """Draw one ε of :func:`figure3_data` as the paper's Figure 3 does: attributes as nodes,
-    measured pairs as edges — the maximum spanning tree black, step-4 extra edges dotted red
-    with their triangles shaded, the designated clique green — and the cliques not selected at
-    every ε underlaid in yellow. Returns the layout ``pos`` (pass it back for the next ε)."""
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Polygon
-
-    sub = fig3[(fig3["epsilon"] == float(epsilon)) & (fig3["kind"] != "dropped")]
-    g = nx.Graph()
-    g.add_nodes_from(nodes)
-    union = nx.Graph()
-    union.add_nodes_from(nodes)
-    for c in fig3.loc[fig3["kind"] != "dropped", "clique"]:
-        union.add_edges_from(itertools.combinations(c, 2))
-    if pos is None:
-        pos = nx.kamada_kawai_layout(union)
-    style = {
-        "tree": ("black", "solid", 1.8),
-        "extra pair": ("tab:red", "dotted", 1.6),
-        "designated": ("tab:green", "solid", 2.6),
-    }
-    drawn: dict[frozenset, str] = {}
-    for _, r in sub.iterrows():
-        c = r["clique"]
-        if len(c) == 3:
-            xy = [pos[v] for v in c]
-            color = "tab:green" if r["kind"] == "designated" else "tab:red"
-            ax.add_patch(Polygon(xy, closed=True, facecolor=color, alpha=0.12, edgecolor="none", zorder=0))
-            for e in itertools.combinations(c, 2):
-                drawn.setdefault(frozenset(e), "designated" if r["kind"] == "designated" else "extra pair")
-        else:
-            drawn[frozenset(c)] = r["kind"] if r["kind"] in style else "extra pair"
-    des = set(designated)
-    for e in drawn:
-        if e <= des:
-            drawn[e] = "designated"
-    changing = {frozenset(e) for c in sub.loc[~sub["all epsilons"], "clique"] for e in itertools.combinations(c, 2)}
-    for e, kind in drawn.items():
-        a, b = tuple(e)
-        (x0, y0), (x1, y1) = pos[a], pos[b]
-        if e in changing:
-            ax.plot([x0, x1], [y0, y1], color="gold", lw=7, alpha=0.6, solid_capstyle="round", zorder=1)
-        color, ls, lw = style[kind]
-        ax.plot([x0, x1], [y0, y1], color=color, ls=ls, lw=lw, zorder=2)
-    for v in nodes:
-        x, y = pos[v]
-        ax.scatter([x], [y], s=260, color="tab:green" if v in des else "white", edgecolor="0.3", zorder=3)
-        ax.annotate(v, (x, y), xytext=(0, 9), textcoords="offset points", ha="center", fontsize=7, zorder=4)
-    ax.set_title(f"epsilon = {float(epsilon):g}")
-    ax.set_axis_off()
-    ax.margins(0.12)
-    handles = [
-        plt.Line2D([], [], color="black", lw=1.8, label="maximum spanning tree"),
-        plt.Line2D([], [], color="tab:red", ls="dotted", lw=1.6, label="extra edge (step 4), triangle = triple"),
-        plt.Line2D([], [], color="tab:green", lw=2.6, label="designated sex × native-country × income"),
-        plt.Line2D([], [], color="gold", lw=7, alpha=0.6, label="not selected at every epsilon"),
-    ]
-    return pos, handles
 
 
 def _total_mi(mi: dict, pairs) -> float:

@@ -14,12 +14,12 @@ Profiles (``PROFILES``), both with the seven methods of ``METHOD_ORDER`` (PrivPG
 PGM+AIM, GUM and the paper's query-based RAP, GEM and Private-GSD, all 2-way marginals as
 their workload):
 
-* ``quick`` — titanic, eps = 2.5, 1 seed (one column of Figure 1, one panel of Figure 2);
-  PrivPGD ``fast`` with 40 epochs and 10,000 particles; RAP, GEM and Private-GSD with their
-  ``fast`` presets; PGM+MST, PGM+AIM and GUM with their defaults (AIM with 16 rounds and 300
-  Private-PGM iterations was far from converged on nltcs: 2-way TV 0.15 vs 0.025): the
-  notebook takes about 70 CPU-seconds, the sweep on two worker processes. (With nltcs as
-  well, and 20,000 particles, it took about 160.)
+* ``quick`` — titanic and nltcs, eps in {0.2, 2.5} (the ends of the paper's range), 1 seed:
+  four columns of Figure 1, two panels of Figure 2; PrivPGD ``fast`` with 40 epochs and 10,000
+  particles; RAP, GEM and Private-GSD with their ``fast`` presets; PGM+MST, PGM+AIM and GUM
+  with their defaults (AIM with 16 rounds and 300 Private-PGM iterations was far from
+  converged on nltcs: 2-way TV 0.15 vs 0.025). Its 28 jobs take about 90 CPU-seconds, the
+  sweep on two worker processes.
 * ``full`` — every available dataset (:func:`available_datasets`), eps in {0.2, 1, 2.5},
   delta = 1e-5, 3 seeds; PrivPGD with the paper's defaults (``PrivPGD.preset("default")``),
   RAP, GEM and Private-GSD with their ``default`` presets, PGM+MST / PGM+AIM / GUM with
@@ -57,8 +57,6 @@ __all__ = [
     "paper_summary",
     "paper_table",
     "our_summary",
-    "plot_distances",
-    "plot_relative",
     "real_baseline",
     "relative_performance",
 ]
@@ -93,8 +91,8 @@ PAPER_LABELS = {"Private GSD": "Private-GSD"}
 
 PROFILES: dict[str, dict[str, Any]] = {
     "quick": {
-        "datasets": ("titanic",),
-        "epsilons": (2.5,),
+        "datasets": ("titanic", "nltcs"),
+        "epsilons": (0.2, 2.5),
         "seeds": (0,),
         "methods": METHOD_ORDER,
         "params": {
@@ -279,87 +277,3 @@ def _summary(t: pd.DataFrame, group: list[str], metrics: list[str], source: str)
     out.insert(0, "source", source)
     order = [m for m in dict.fromkeys((*METHOD_ORDER, *PAPER_METHODS)) if m in out.index]
     return out.loc[order].reset_index()
-
-
-# ------------------------------------------------------------------ figures
-def plot_relative(rel: pd.DataFrame, metrics=DEFAULT_METRICS):
-    """Figure 1: one panel per metric; rows are the methods, columns the datasets (x eps);
-    each cell is coloured by the method's rank there (1 = best, dark) and labelled with its
-    value relative to the best (``1`` = best, ``×2.3`` = 2.3 times the best), so that every
-    method, the best included, has a visible cell whatever the spread of the values."""
-    import matplotlib.pyplot as plt  # heavy import, plotting only
-
-    metrics = [m for m in metrics if m in set(rel["metric"])]
-    rel = rel.copy()
-    rel["where"] = rel["dataset"] + "\nε=" + rel["epsilon"].map(lambda e: f"{e:g}")
-    if "rank" not in rel:
-        rel["rank"] = rel.groupby(["dataset", "epsilon", "metric"])["value"].rank(method="average")
-    wheres = list(dict.fromkeys(rel["where"]))
-    methods = [m for m in dict.fromkeys((*METHOD_ORDER, *rel["method"])) if m in set(rel["method"])]
-    n_m = len(methods)
-    cols = min(3, len(metrics))
-    rows = -(-len(metrics) // cols)
-    fig, axes = plt.subplots(
-        rows, cols, figsize=(1.0 + 1.1 * len(wheres) * cols, 0.45 * n_m * rows + 1.2), squeeze=False
-    )
-    image = None
-    for ax, metric in zip(axes.ravel(), metrics):
-        sub = rel[rel["metric"] == metric]
-        rk = sub.pivot_table(index="method", columns="where", values="rank").reindex(index=methods, columns=wheres)
-        ratio = sub.pivot_table(index="method", columns="where", values="relative").reindex(
-            index=methods, columns=wheres
-        )
-        image = ax.imshow(rk.to_numpy(float), cmap="viridis", vmin=1, vmax=max(n_m, 2), aspect="auto")
-        for i in range(n_m):
-            for j in range(len(wheres)):
-                r = ratio.iat[i, j]
-                if not np.isfinite(rk.iat[i, j]):
-                    continue
-                text = "1" if r == 1 else ("∞" if not np.isfinite(r) else f"×{r:.2g}")
-                ax.text(j, i, text, ha="center", va="center", fontsize=6,
-                        color="white" if rk.iat[i, j] <= (n_m + 1) / 2 else "black")  # fmt: skip
-        ax.set_xticks(range(len(wheres)), wheres, fontsize=6)
-        ax.set_yticks(range(n_m), methods, fontsize=7)
-        ax.set_title(METRIC_LABELS.get(metric, metric), fontsize=9)
-        ax.grid(False)
-    for ax in axes.ravel()[len(metrics) :]:
-        ax.set_visible(False)
-    if image is not None:
-        bar = fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, pad=0.02)
-        bar.set_label("rank (1 = best)")
-    fig.suptitle("value / best per metric (colour: rank among the methods)", fontsize=9)
-    return fig
-
-
-def plot_distances(dist: pd.DataFrame):
-    """Figure 2: average SW1 (x) against average TV (y) over the 2-way marginals, one
-    marker per method, one panel per dataset (all eps; error bars = sd over seeds)."""
-    import matplotlib.pyplot as plt  # heavy import, plotting only
-
-    datasets = list(dict.fromkeys(dist["dataset"]))
-    fig, axes = plt.subplots(1, len(datasets), figsize=(4 * len(datasets), 3.6), squeeze=False)
-    methods = [m for m in METHOD_ORDER if m in set(dist["method"])]
-    for ax, ds in zip(axes[0], datasets):
-        sub = dist[dist["dataset"] == ds]
-        for k, meth in enumerate(methods):
-            s = sub[sub["method"] == meth]
-            ax.errorbar(
-                s["sw-2way mean"],
-                s["tv-2way mean"],
-                xerr=s["sw-2way sd"],
-                yerr=s["tv-2way sd"],
-                marker="osD^vPX"[k % 7],
-                ls="",
-                capsize=2,
-                label=meth,
-            )
-            for _, r in s.iterrows():
-                ax.annotate(f"ε={r['epsilon']:g}", (r["sw-2way mean"], r["tv-2way mean"]), fontsize=6)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("avg sliced W1 (2-way)")
-        ax.set_title(ds)
-    axes[0][0].set_ylabel("avg TV (2-way)")
-    axes[0][-1].legend(fontsize=7)
-    fig.tight_layout()
-    return fig

@@ -46,7 +46,7 @@ from ..metrics.evaluation import counting_queries, default_target, downstream_er
 from .cache import memoize
 from .sweep import map_jobs
 
-__all__ = ["PROFILES", "constraint_for", "constraint_run", "figure3", "plot_figure3"]
+__all__ = ["PROFILES", "constraint_for", "constraint_run", "figure3", "summary"]
 
 PROFILES: dict[str, dict[str, Any]] = {
     "quick": {
@@ -170,25 +170,6 @@ SERIES = ("protected error", "downstream", "counting error", "thresholding error
 def summary(runs: pd.DataFrame) -> pd.DataFrame:
     g = runs.groupby("gamma")[list(SERIES)]
     return g.mean().add_suffix(" mean").join(g.std(ddof=0).fillna(0.0).add_suffix(" sd")).reset_index()
-
-
-def plot_figure3(runs: pd.DataFrame):
-    """Figure 3: the four series against gamma (symlog x so gamma = 0 shows), mean ± sd."""
-    import matplotlib.pyplot as plt  # heavy import, plotting only
-
-    s = summary(runs)
-    fig, ax = plt.subplots(figsize=(6.5, 4))
-    for name, marker in zip(SERIES, "osD^"):
-        ax.errorbar(s["gamma"], s[f"{name} mean"], yerr=s[f"{name} sd"], marker=marker, capsize=3, label=name)
-    pos = s["gamma"][s["gamma"] > 0]
-    ax.set_xscale("symlog", linthresh=float(pos.min()) if len(pos) else 1.0)
-    ax.set_yscale("log")
-    ax.set_xlabel("regularisation strength γ")
-    ax.set_ylabel("absolute error")
-    ax.set_title(f"{runs['dataset'].iloc[0]}, ε={runs['epsilon'].iloc[0]:g}: protected query vs utility")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
 
 
 def _params(cfg) -> dict:  # for reference in the notebook

@@ -15,6 +15,7 @@ on the synthetic data and tests on the held-out 20%.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -23,7 +24,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from ..data import load
 from ..mechanisms.registry import available, create
@@ -31,7 +32,7 @@ from ..metrics.evaluation import default_target, fixed_split
 from ..metrics.suite import get_metric
 from .cache import memoize
 
-__all__ = ["METHODS", "Job", "grid", "map_jobs", "run_job", "run_sweep"]
+__all__ = ["METHODS", "Job", "grid", "map_jobs", "progress_bar", "run_job", "run_sweep"]
 
 #: Benchmark method names -> mechanism registry names (``margsynth synth``).
 METHODS: dict[str, str] = {
@@ -113,17 +114,23 @@ def run_job(job: Job) -> dict[str, Any]:
     return row
 
 
+def progress_bar(iterable=None, *, enabled: bool = True, **kwargs):
+    """A text progress bar on stderr, drawn only when stderr is a terminal: none in a notebook
+    (whose saved copy would keep a frozen bar) or a log file; ``enabled=False``: never."""
+    return tqdm(iterable, file=sys.stderr, disable=None if enabled else True, **kwargs)
+
+
 def _call(func: Callable[..., Any], kwargs: Mapping[str, Any]) -> Any:
     return func(**kwargs)
 
 
 def _map_local(func, calls: list[Mapping[str, Any]], workers: int, progress: bool, desc: str) -> list:
     if workers <= 1:
-        return [func(**kw) for kw in tqdm(calls, desc=desc, disable=not progress)]
+        return [func(**kw) for kw in progress_bar(calls, enabled=progress, desc=desc)]
     out: list[Any] = [None] * len(calls)
     with ProcessPoolExecutor(max_workers=workers) as pool:
         futures = {pool.submit(func, **kw): i for i, kw in enumerate(calls)}
-        for fut in tqdm(as_completed(futures), total=len(calls), desc=desc, disable=not progress):
+        for fut in progress_bar(as_completed(futures), enabled=progress, total=len(calls), desc=desc):
             out[futures[fut]] = fut.result()
     return out
 
@@ -139,7 +146,7 @@ def _map_dask(func, calls: list[Mapping[str, Any]], scheduler: str, progress: bo
         futures = client.map(_call, [func] * len(calls), calls, pure=False)
         index = {f.key: i for i, f in enumerate(futures)}
         out: list[Any] = [None] * len(calls)
-        for fut in tqdm(dask_completed(futures), total=len(calls), desc=f"{desc} (dask)", disable=not progress):
+        for fut in progress_bar(dask_completed(futures), enabled=progress, total=len(calls), desc=f"{desc} (dask)"):
             out[index[fut.key]] = fut.result()
     return out
 
