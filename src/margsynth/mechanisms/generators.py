@@ -175,17 +175,31 @@ class PGMGenerator:
         optimality certificate, :func:`~margsynth.inference.pgm.estimation_summary`: loss,
         certified gap, iterations, method) and, under a memory limit, ``junction_tree_mb``."""
         n = check_records(records, columns=len(domain))
-        model = self.fit(domain, marginals, warm_start=warm_start, sep=sep, extra_cliques=extra_cliques)
+        model, extras = self.fitted(domain, marginals, warm_start=warm_start, sep=sep, extra_cliques=extra_cliques)
         note: dict[str, Any] = {}
         if n is None:  # the model's noisy total, within the bound decided before any noise
             n, note = bounded_records(model.total, len(domain))
         synth = model.synthetic_data(n, rng=rng)
-        extras: dict[str, Any] = {"model": model, **note}
+        return Generated(synth, {"model": model, **note, **extras})
+
+    def fitted(
+        self,
+        domain: Domain,
+        marginals: NoisyMarginals,
+        *,
+        warm_start: GraphicalModel | None = None,
+        sep: str = "/",
+        extra_cliques: Sequence[Sequence[str]] = (),
+        **_: Any,
+    ) -> tuple[GraphicalModel, dict[str, Any]]:
+        """:meth:`fit` and the extras :meth:`generate` reports about it (``model`` first)."""
+        model = self.fit(domain, marginals, warm_start=warm_start, sep=sep, extra_cliques=extra_cliques)
+        extras: dict[str, Any] = {"model": model}
         if self.memory_limit_mb is not None:
             extras["junction_tree_mb"] = junction_tree_size(domain, list(marginals.cliques))[1]
         extras["model_stats"] = {k: v for k, v in model.stats.items() if k != "loss_history"}
         extras["estimation"] = estimation_summary(model)
-        return Generated(synth, extras)
+        return model, extras
 
 
 def consistent_targets(

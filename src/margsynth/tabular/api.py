@@ -52,6 +52,7 @@ __all__ = [
     "DELTA_SHARE",
     "PreparedRun",
     "TableError",
+    "check_run_arguments",
     "encoder_of",
     "prepare",
     "sidecar",
@@ -121,6 +122,36 @@ class PreparedRun:
         most = discovery_budget(self.schema, ledger.total, self.preprocessing_share)["most"]
         return ledger.sub(ledger.total - most, self.mechanism_name, currency=self.mechanism.currency)
 
+    @property
+    def rows(self) -> int:
+        """The table's number of rows."""
+        return len(self.df)
+
+    def placeholder(self, domain) -> Dataset:
+        """An all-zero table of :attr:`rows` records over ``domain`` (what ``validate`` is
+        shown before discovery)."""
+        return Dataset._trusted(np.zeros((self.rows, len(domain)), dtype=np.int8), domain)
+
+    def extremes(self):
+        """The smallest and the largest domain discovery can give
+        (:func:`~margsynth.tabular.encoder.domain_extremes`)."""
+        return domain_extremes(self.schema, self.checked)
+
+    def check_discovery(self) -> None:
+        """The checks of :func:`prepare` that need the table read: a positive δ for the
+        category thresholds, a budget left for the mechanism, and the mechanism's
+        ``validate`` against the extreme domains. Nothing is charged."""
+        if self.category_steps and not self.deltas()[1] > 0:
+            raise ValueError(f"epsilon={self.epsilon!r} is too large to leave a positive delta for category discovery")
+        ledger = self.ledger()
+        most = discovery_budget(self.schema, ledger.total, self.preprocessing_share)["most"]
+        if not most < ledger.total:
+            raise ValueError(
+                f"preprocessing_share={self.preprocessing_share!r}: discovery would leave the mechanism no budget; "
+                "expected less"
+            )
+        _validate_extremes(self)
+
     def run(self, seed: int) -> tuple[pd.DataFrame, dict[str, Any]]:
         """Discovery, encoding, the mechanism on its sub-budget, decoding: the synthetic
         table and the report (see :func:`synthesize`)."""
@@ -183,16 +214,15 @@ def _validate_extremes(run: PreparedRun) -> None:
     no noise, no charge. Its size checks are monotone in each attribute's size, so passing
     both extremes means the run after discovery passes them too. A refusal names the
     extreme and the size ranges."""
-    smallest, largest = domain_extremes(run.schema, run.checked)
+    smallest, largest = run.extremes()
     extremes = [("largest", largest)] if smallest == largest else [("largest", largest), ("smallest", smallest)]
     budget = run.smallest_budget()
-    rows = len(run.df)
     for which, dom in extremes:
         kw: dict[str, Any] = {}
         if run.public is not None:
             kw["public"] = Dataset._trusted(np.zeros((len(run.public), len(dom)), dtype=np.int8), dom)
         try:
-            run.mechanism.validate(Dataset._trusted(np.zeros((rows, len(dom)), dtype=np.int8), dom), budget=budget, **kw)
+            run.mechanism.validate(run.placeholder(dom), budget=budget, **kw)
         except ValueError as exc:
             if len(extremes) == 1:
                 raise
@@ -229,14 +259,7 @@ def prepare(
     (:func:`~margsynth.tabular.encoder.domain_extremes`), so a run they accept cannot be
     refused after discovery. ``ValueError`` naming the argument, the value and what was
     expected."""
-    check_privacy_params(epsilon, delta)
-    if preprocessing_share is not None and (
-        isinstance(preprocessing_share, bool)
-        or not isinstance(preprocessing_share, (int, float))
-        or not (0 < preprocessing_share < 1)
-    ):
-        raise ValueError(f"preprocessing_share must be in (0, 1) or None, got {preprocessing_share!r}")
-    schema = Schema.coerce(schema)
+    schema = check_run_arguments(schema, epsilon, delta, preprocessing_share)
     try:
         checked = check_table(df, schema)
     except ValueError as exc:
@@ -251,16 +274,23 @@ def prepare(
             raise TableError(f"public: {exc}") from None
     mech = registry.create(mechanism, **hyperparameters)
     run = PreparedRun(df, schema, checked, mechanism, mech, float(epsilon), float(delta), preprocessing_share, public)
-    if run.category_steps and not run.deltas()[1] > 0:
-        raise ValueError(f"epsilon={epsilon!r} is too large to leave a positive delta for category discovery")
-    ledger = run.ledger()
-    most = discovery_budget(schema, ledger.total, preprocessing_share)["most"]
-    if not most < ledger.total:
-        raise ValueError(
-            f"preprocessing_share={preprocessing_share!r}: discovery would leave the mechanism no budget; expected less"
-        )
-    _validate_extremes(run)
+    run.check_discovery()
     return run
+
+
+def check_run_arguments(
+    schema: Schema | Mapping[str, Any] | str, epsilon: float, delta: float, preprocessing_share: float | None
+) -> Schema:
+    """The first checks of a raw-table run (they need no table): the privacy parameters,
+    ``preprocessing_share`` and the schema, returned as a :class:`Schema`."""
+    check_privacy_params(epsilon, delta)
+    if preprocessing_share is not None and (
+        isinstance(preprocessing_share, bool)
+        or not isinstance(preprocessing_share, (int, float))
+        or not (0 < preprocessing_share < 1)
+    ):
+        raise ValueError(f"preprocessing_share must be in (0, 1) or None, got {preprocessing_share!r}")
+    return Schema.coerce(schema)
 
 
 def synthesize(

@@ -412,6 +412,14 @@ def _typed(key: str, dtype: Any) -> Any:
     return key
 
 
+def _each_distinct(values: np.ndarray, fmt) -> np.ndarray:
+    """``fmt`` of each float of ``values``, called once per distinct value (by its bits:
+    ``-0.0`` and ``0.0`` apart), as an object array."""
+    bits = np.ascontiguousarray(values, dtype=np.float64).view(np.int64)
+    uniq, inv = np.unique(bits, return_inverse=True)
+    return np.array([fmt(v) for v in uniq.view(np.float64).tolist()], dtype=object)[inv.ravel()]
+
+
 def _label_dtype(labels: list[Any], nullable: bool) -> str | None:
     """The dtype a categorical or ordinal column decodes to: ``int64`` when every label is
     an integer (``Int64`` when nullable), ``float64`` when every label is a number,
@@ -521,11 +529,16 @@ class Encoder:
             col = frame[c.name]
             null = col.isna().to_numpy()
             if c.kind == "numeric" and c.type == "float" and c.decimals is not None:
-                text = [f"{v:.{c.decimals}f}" for v in col.to_numpy(dtype=np.float64, na_value=0.0)]
+                text = _each_distinct(col.to_numpy(dtype=np.float64, na_value=0.0), lambda v: f"{v:.{c.decimals}f}")
             elif c.kind == "numeric" and c.type == "integer":
-                text = [str(int(v)) for v in col.to_numpy(dtype=np.float64, na_value=0.0)]
-            else:
-                text = [category_key(v) if not isinstance(v, str) else v for v in col.astype(object).fillna("")]
+                text = _each_distinct(col.to_numpy(dtype=np.float64, na_value=0.0), lambda v: str(int(v)))
+            else:  # once per distinct value, unless an object column's values may compare equal across types (1 == True)
+                cells = col.astype(object).fillna("")
+                codes, uniq = pd.factorize(cells)
+                if col.dtype != object or all(isinstance(u, str) for u in uniq):
+                    text = np.array([u if isinstance(u, str) else category_key(u) for u in uniq], dtype=object)[codes]
+                else:
+                    text = [category_key(v) if not isinstance(v, str) else v for v in cells]
             token = c.null_tokens[0] if c.null_tokens else ""
             out[c.name] = pd.Series(np.where(null, token, np.array(text, dtype=object)), dtype=object)
         return pd.DataFrame(out)
@@ -672,21 +685,27 @@ def size_range(spec: ColumnSpec, present: int = 0) -> tuple[int, int]:
     return fewest + null_lo, most + null_hi
 
 
-def domain_extremes(schema: Schema, checked: Mapping[str, tuple[np.ndarray, Any]]) -> tuple[Domain, Domain]:
+def domain_extremes(
+    schema: Schema, checked: Mapping[str, tuple[np.ndarray, Any]] | None = None, *, present: Mapping[str, int] | None = None
+) -> tuple[Domain, Domain]:
     """The smallest and the largest domain :func:`fit_encoder` can give ``schema``
     (:func:`size_range` per column; ``checked`` is :func:`check_table`'s output, read
     only for the number of distinct values of discovered category sets). A check that
     refuses a domain for being too large (memory) or too small (a one-value attribute)
     is monotone in every attribute's size, so a mechanism's ``validate`` that accepts
     both extremes accepts whatever discovery produces: the tabular pipeline validates
-    against them before any noise."""
+    against them before any noise. ``present``: instead of ``checked``, the number of
+    distinct non-null values of each discovered category set (a table read in chunks)."""
     lows, highs = [], []
     for spec in schema.columns:
-        present = 0
+        count = 0
         if spec.kind != "numeric" and spec.categories == DISCOVER:
-            miss, keys = checked[spec.name]
-            present = len(set(keys[~miss].tolist()))
-        lo, hi = size_range(spec, present)
+            if present is not None:
+                count = int(present.get(spec.name, 0))
+            else:
+                miss, keys = checked[spec.name]
+                count = len(set(keys[~miss].tolist()))
+        lo, hi = size_range(spec, count)
         ordinal = spec.kind != "categorical"
         lows.append(Attribute(spec.name, lo, ordinal=ordinal))
         highs.append(Attribute(spec.name, hi, ordinal=ordinal))
