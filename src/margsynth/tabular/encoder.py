@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -412,6 +413,10 @@ def _typed(key: str, dtype: Any) -> Any:
     return key
 
 
+def _fixed(decimals: int, v: float) -> str:
+    return f"{v:.{decimals}f}"
+
+
 def _each_distinct(values: np.ndarray, fmt) -> np.ndarray:
     """``fmt`` of each float of ``values``, called once per distinct value (by its bits:
     ``-0.0`` and ``0.0`` apart), as an object array."""
@@ -529,7 +534,7 @@ class Encoder:
             col = frame[c.name]
             null = col.isna().to_numpy()
             if c.kind == "numeric" and c.type == "float" and c.decimals is not None:
-                text = _each_distinct(col.to_numpy(dtype=np.float64, na_value=0.0), lambda v: f"{v:.{c.decimals}f}")
+                text = _each_distinct(col.to_numpy(dtype=np.float64, na_value=0.0), partial(_fixed, c.decimals))
             elif c.kind == "numeric" and c.type == "integer":
                 text = _each_distinct(col.to_numpy(dtype=np.float64, na_value=0.0), lambda v: str(int(v)))
             else:  # once per distinct value, unless an object column's values may compare equal across types (1 == True)

@@ -61,9 +61,9 @@ import pyarrow.compute as pac
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from ..data.loaders import read_raw_csv
 from ..dataset import Dataset, _smallest_int_dtype
 from ..domain import Domain
-from ..data.loaders import read_raw_csv
 from ..mechanisms import registry
 from ..mechanisms.base import MEMORY_LIMIT_MB, check_records, check_seed
 from ..mechanisms.generators import Generated, PGMGenerator
@@ -101,7 +101,7 @@ __all__ = [
 CHUNK_ROWS = 1_000_000
 #: Synthetic records generated, decoded and written at a time. Fixed, so that the output's
 #: bytes do not depend on the reading chunk size.
-GENERATE_BLOCK = 1_000_000
+GENERATE_BLOCK = 250_000
 _CSV = (".csv",)
 _PARQUET = (".parquet", ".pq")
 
@@ -299,7 +299,8 @@ class _Checks:
                 if m is None:  # pragma: no cover - every cell message names its row
                     raise
                 first = int(np.argmax(idx == int(m.group(2))))  # the distinct cell's first row
-                raise ValueError(_ROW.sub(lambda g: f"{g.group(1)}{where}{chunk.start + first}:", str(exc), 1)) from None
+                row = f"{where}{chunk.start + first}"
+                raise ValueError(_ROW.sub(lambda g, row=row: f"{g.group(1)}{row}:", str(exc), 1)) from None
             out[spec.name] = (miss, vals, np.bincount(idx, minlength=len(values)))
         return out
 
@@ -696,7 +697,7 @@ def memory_plan(domain: Domain, columns: int, chunk_rows: int, bytes_per_row: fl
     pairs = sum(sizes[i] * sizes[j] for i in range(d) for j in range(i + 1, d)) + sum(sizes)
     chunk = chunk_rows * (3.0 * bytes_per_row + 4.0 * columns + 8.0 * d + 16.0)
     model = 4.0 * 8.0 * max(d - 1, 1) * (sizes[0] * sizes[1] if d > 1 else sizes[0])
-    generate = GENERATE_BLOCK * d * (8.0 * 4 + 64.0)
+    generate = GENERATE_BLOCK * d * 100.0
     plan = {"chunk": chunk / _MIB, "marginals": 8.0 * pairs / _MIB, "model": model / _MIB, "generate": generate / _MIB}
     plan["total"] = sum(plan.values())
     return plan
