@@ -168,6 +168,11 @@ def schema() -> dict:
 
 def run_synth(dataset: Path, schema_path: Path, out: Path, extra: list[str]) -> tuple[float, float, dict]:
     """``margsynth synth mst`` in a child process: (wall seconds, peak RSS MiB, sidecar)."""
+    return _run(dataset, schema_path, out, extra)
+
+
+def _run(dataset: Path, schema_path: Path, out: Path, extra: list[str]) -> tuple[float, float, dict]:
+    """``margsynth synth mst`` in a child process: (wall seconds, peak RSS MiB, sidecar)."""
     cmd = [sys.executable, "-m", "margsynth", "synth", "mst", "--dataset", str(dataset), "--schema", str(schema_path),
            "--epsilon", "1", "--delta", "1e-9", "--seed", "0", "--out", str(out), "--chunk-rows", str(CHUNK),
            *extra]  # fmt: skip
@@ -188,6 +193,9 @@ def main() -> None:
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/bench-scale"))
     ap.add_argument("--keep", action="store_true", help="keep the generated tables and outputs")
     ap.add_argument("--score", action="store_true", help="the k-marginal comparison (needs the 10M size)")
+    ap.add_argument("--records", type=int, default=1_000_000,
+                    help="synthetic records of every run (-p synthetic_records; 0: the model's estimate, about the "
+                    "table's rows); the same for every size, so that the curve is the input's")  # fmt: skip
     args = ap.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     schema_path = args.workdir / "schema.json"
@@ -202,15 +210,17 @@ def main() -> None:
             write_table(data, n, fmt)
             made = time.perf_counter() - t
             out = args.workdir / f"out{n}.{fmt}"
-            wall, rss, side = run_synth(data, schema_path, out, [])
+            extra = ["-p", f"synthetic_records={args.records}"] if args.records else []
+            wall, rss, side = run_synth(data, schema_path, out, extra)
             sec = side["seconds"]
             line = (f"{n:>11,} rows {fmt:>7}: {wall:8.1f} s, peak RSS {rss:8.1f} MiB (table written in {made:.0f} s; "
-                    f"passes {side['stream']['counting_passes']}, preprocessing {sec['preprocessing']:.0f} s, encode "
-                    f"{sec['encode']:.0f} s, write {sec['write']:.0f} s), load {os.getloadavg()[0]:.2f}")  # fmt: skip
+                    f"{side['records']:,} records; passes {side['stream']['counting_passes']}, discovery "
+                    f"{sec['preprocessing']:.0f} s, encode {sec['encode']:.0f} s, select {sec['select']:.0f} s, generate "
+                    f"{sec['generate']:.0f} s, write {sec['write']:.0f} s), load {os.getloadavg()[0]:.2f}")  # fmt: skip
             print(line, flush=True)
             rows_out.append((n, fmt, wall, rss))
             if args.score and n == 10_000_000 and fmt == args.formats[0]:
-                score(args.workdir, data, fmt, schema_path, out)
+                score(args.workdir, schema_path, out, extra)
             if not args.keep:
                 shutil.rmtree(data, ignore_errors=True) if data.is_dir() else data.unlink(missing_ok=True)
                 out.unlink(missing_ok=True)
@@ -228,7 +238,7 @@ def _head(path: Path, rows: int):
         .to_pandas().iloc[:rows]
 
 
-def score(workdir: Path, data: Path, fmt: str, schema_path: Path, out: Path) -> None:
+def score(workdir: Path, schema_path: Path, out: Path, extra: list[str]) -> None:
     """The k-marginal score (SDNist's, :func:`margsynth.metrics.kmarginal.kmarginal_score`)
     of the 10M-row run and of the same run on the table's first 1M rows, each on 1M
     synthetic records against a fresh 1M-row table of the same generator."""
@@ -240,7 +250,7 @@ def score(workdir: Path, data: Path, fmt: str, schema_path: Path, out: Path) -> 
     sample = workdir / "sample1m.csv"
     write_table(sample, 1_000_000, "csv")  # the first 1M rows of the table (chunks 0..)
     out_sample = workdir / "out-sample.csv"
-    run_synth(sample, schema_path, out_sample, [])
+    run_synth(sample, schema_path, out_sample, extra)
     full = kmarginal_score(target, _head(out, 1_000_000)).score
     part = kmarginal_score(target, _head(out_sample, 1_000_000)).score
     print(f"k-marginal score vs a fresh 1M-row table: 10M-row run {full:.1f}, same run on a 1M-row sample {part:.1f}",

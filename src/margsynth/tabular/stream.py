@@ -505,7 +505,7 @@ class ChunkedDataset(Dataset):
         out = []
         for c in cliques:
             t = self._cache[c]
-            out.append(t.copy() if flatten else t.reshape(tuple(self.domain[a].size for a in c)))
+            out.append(t.copy() if flatten else t.reshape(tuple(self.domain[a].size for a in c)).copy())
         return out
 
     def recode(self, maps: Mapping[str, np.ndarray], domain: Domain) -> ChunkedDataset:
