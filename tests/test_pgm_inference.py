@@ -415,10 +415,18 @@ def test_model_validates_its_potentials():
     bad[0] = bad[0][..., :1]
     with pytest.raises(ValueError, match="has shape"):
         GraphicalModel(dom, model.tree, bad, 1.0)
-    bad = [t.copy() for t in model.theta]
-    bad[0].flat[0] = -np.inf
-    with pytest.raises(ValueError, match="non-finite"):
-        GraphicalModel(dom, model.tree, bad, 1.0)
+    for value in (np.nan, np.inf):
+        bad = [t.copy() for t in model.theta]
+        bad[0].flat[0] = value
+        with pytest.raises(ValueError, match="NaN or \\+inf"):
+            GraphicalModel(dom, model.tree, bad, 1.0)
+    # -inf is a structural zero (probability exactly 0), but some record must stay possible
+    zero = [t.copy() for t in model.theta]
+    zero[0].flat[0] = -np.inf
+    assert GraphicalModel(dom, model.tree, zero, 1.0).clique_marginals()[0].flat[0] == 0.0
+    zero[0][...] = -np.inf
+    with pytest.raises(ValueError, match="no record"):
+        GraphicalModel(dom, model.tree, zero, 1.0)
 
 
 @settings(max_examples=40, deadline=None)

@@ -216,7 +216,7 @@ BAD = {
     "columns": (_set(["columns"], ["a", "a", "b", "c"]), "meta.columns"),
     "theta shape": (lambda m, a: (m, {**a, "theta_0": np.zeros(3)}), "theta_0"),
     "theta missing": (lambda m, a: (m, {k: v for k, v in a.items() if k != "theta_0"}), "theta_0: array missing"),
-    "theta nan": (lambda m, a: (m, {**a, "theta_0": np.full_like(a["theta_0"], np.nan)}), "non-finite"),
+    "theta nan": (lambda m, a: (m, {**a, "theta_0": np.full_like(a["theta_0"], np.nan)}), "NaN or +inf"),
     "support": (lambda m, a: (m, {**a, "support_0_1": np.ones(2, dtype=bool)}), "support_0_1"),
 }
 

@@ -22,8 +22,10 @@ checks it:
 9. ``privacy`` (accounting, noise primitives, budget ledger, Algorithm 1's
    measurement log).
 10. ``data`` (registry, fetching, loaders).
-11. ``dataset`` (records over a domain).
-12. ``domain`` | ``paths`` | ``timing`` | ``jsonable``, independent of one another
+11. ``rules`` (rules the data obey, as forbidden cells over a domain's attributes:
+    mechanisms, inference and metrics take them).
+12. ``dataset`` (records over a domain).
+13. ``domain`` | ``paths`` | ``timing`` | ``jsonable``, independent of one another
     and of everything else.
 
 Where the code showed a better order than the first sketch: ``dataset`` sits

@@ -53,6 +53,7 @@ from .jsonable import finite_json, plain_json
 from .mechanisms.compression import Compression
 from .mechanisms.sampler import PGMSampler, pgm_mechanisms
 from .paths import atomic_path
+from .rules import RuleSet, as_rules
 from .tabular import Encoder
 
 __all__ = ["FORMAT", "VERSION", "SavedModel"]
@@ -226,6 +227,8 @@ class SavedModel:
             "info": self.info,
             "encoder": self.encoder,
         }
+        if self.sampler.rules is not None:  # the run's rules (margsynth.rules), which sampling enforces
+            meta["rules"] = self.sampler.rules.to_list()
         text = json.dumps(meta, allow_nan=False, indent=1)
         arrays = {"meta": np.frombuffer(text.encode("utf-8"), dtype=np.uint8)}
         for i, t in enumerate(m.theta):
@@ -339,7 +342,13 @@ class SavedModel:
         encoder = meta.get("encoder")
         if encoder is not None and not isinstance(encoder, dict):
             raise r.fail("meta.encoder", f"{type(encoder).__name__} is not an object")
-        saved = cls(PGMSampler(model, tuple(steps)), info, None if columns is None else tuple(columns), encoder)
+        rules = None
+        if meta.get("rules") is not None:
+            try:
+                rules = as_rules(RuleSet.from_list(meta["rules"]), dom)
+            except ValueError as exc:
+                raise r.fail("meta.rules", str(exc)) from None
+        saved = cls(PGMSampler(model, tuple(steps), rules), info, None if columns is None else tuple(columns), encoder)
         if encoder is not None:
             try:
                 enc = saved.decoder()

@@ -17,7 +17,6 @@ import os
 import platform
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -28,6 +27,7 @@ import papermill as pm
 from tqdm.auto import tqdm
 
 from .paths import atomic_path, project_root, results_dir
+from .timing import Stopwatch
 
 __all__ = ["NotebookFailure", "NotebookResult", "discover", "reproduce", "run_notebook"]
 
@@ -105,7 +105,7 @@ def run_notebook(
     prov.unlink(missing_ok=True)
     env_before = os.environ.get("MARGSYNTH_PROVENANCE_FILE")
     os.environ["MARGSYNTH_PROVENANCE_FILE"] = str(prov)
-    start = time.perf_counter()
+    clock = Stopwatch()
     error = None
     try:
         with atomic_path(target, suffix=".ipynb") as tmp:
@@ -126,7 +126,7 @@ def run_notebook(
             os.environ.pop("MARGSYNTH_PROVENANCE_FILE", None)
         else:
             os.environ["MARGSYNTH_PROVENANCE_FILE"] = env_before
-    seconds = time.perf_counter() - start
+    seconds = clock.elapsed()
     data = []
     if prov.exists():
         seen = {}

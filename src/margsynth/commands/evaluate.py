@@ -33,6 +33,7 @@ from ..data import NIST_EXCERPTS, load_data_dictionary, load_raw, read_data_dict
 from ..data.fetch import DataUnavailableError
 from ..metrics.kmarginal import RAW_METRICS, evaluate_raw
 from ..metrics.suite import DEFAULT_METRICS, evaluate, get_metric
+from ..tabular.constraints import parse_rules, violations
 from ..tabular.scoring import encode_pair
 from ._inputs import check_input_file, raw_input, read_csv_dataset, read_raw_csv, read_schema, resolve_dataset
 from ._outputs import dumps_strict
@@ -50,6 +51,10 @@ def _raw_pair(args):
     return real_ds, synth_ds
 
 
+#: The metric counting the rows that break the schema's rules (raw tables, ``--schema``).
+RULES_METRIC = "rules"
+
+
 def _is_excerpt(arg: str) -> bool:
     """Whether ``--dataset`` names a registered NIST excerpt (a file of that name wins)."""
     return arg in NIST_EXCERPTS and not Path(arg).exists()
@@ -64,8 +69,11 @@ def _metric_names(args) -> list[str]:
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     if not metrics:
         raise ValueError("--metrics is empty")
+    if RULES_METRIC in metrics and args.schema is None:
+        raise ValueError(f"--metrics {args.metrics!r}: {RULES_METRIC} counts the rows that break the schema's rules; "
+                         "pass --schema SCHEMA.json")  # fmt: skip
     for m in metrics:
-        if m not in RAW_METRICS:
+        if m != RULES_METRIC and m not in RAW_METRICS:
             try:
                 get_metric(m)
             except ValueError as exc:
@@ -122,13 +130,34 @@ def _raw_metrics(args, names: list[str]) -> dict[str, float]:
     return values
 
 
+def _rules(args) -> dict[str, float]:
+    """Per rule of ``--schema``, the rows of ``--synthetic`` that break it
+    (``rules/NAME``) and of ``--dataset`` (``rules-real/NAME``: 0 for a true rule)."""
+    schema = read_schema("--schema", args.schema)
+    rules = parse_rules(schema.rules, schema)
+    if not rules:
+        raise ValueError(f"--schema {args.schema!r} states no rules; {RULES_METRIC} needs some")
+    real = raw_input("--dataset", args.dataset)[0]
+    synth = read_raw_csv("--synthetic", args.synthetic)
+    out: dict[str, float] = {}
+    for prefix, frame, option in (("rules", synth, "--synthetic"), ("rules-real", real, "--dataset")):
+        missing = [c for r in rules for c in r.columns if c not in frame.columns]
+        if missing:
+            raise ValueError(f"{option}: column {missing[0]!r} of the schema's rules is not in the table")
+        for name, count in violations(frame, schema, rules).items():
+            out[f"{prefix}/{name}"] = float(count)
+    return out
+
+
 def _main(args) -> int:
     metrics = _metric_names(args)
-    encoded = [m for m in metrics if m not in RAW_METRICS]
+    encoded = [m for m in metrics if m not in RAW_METRICS and m != RULES_METRIC]
     raw = [m for m in metrics if m in RAW_METRICS]
     values: dict[str, float] = {}
     if raw:
         values.update(_raw_metrics(args, raw))
+    if RULES_METRIC in metrics:
+        values.update(_rules(args))
     if encoded:
         if args.schema is not None:
             real, synth = _raw_pair(args)

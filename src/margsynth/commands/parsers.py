@@ -187,7 +187,8 @@ def _evaluate(sub) -> None:
         metavar="LIST",
         help="comma-separated metric names (default: tv-1way,tv-2way,tv-3way,nist-3way,nist-conjunctions,nist-target; "
         "also downstream,covariance,counting-queries,threshold-queries,sw-2way; on raw tables nist-kmarginal, "
-        "nist-kmarginal-baselines, the default for a NIST excerpt without --schema and added to the default with it)",
+        "nist-kmarginal-baselines, the default for a NIST excerpt without --schema and added to the default with it; "
+        "with --schema, rules: per rule of the schema the synthetic and the real rows that break it)",
     )
     p.add_argument(
         "--data-dictionary",

@@ -36,6 +36,17 @@ marginals, or the :class:`~margsynth.privacy.measure.NoisyMarginal` log of MST /
 NIST-MST / AIM, or ``(clique, counts)`` pairs. Negative noisy cells are handled by
 projecting each target onto the non-negative tables with its own total
 (:func:`~margsynth.inference.consistency.project_nonnegative`), then rescaling to ``n``.
+
+Rules (:mod:`margsynth.rules`; ``synthesize(..., rules=...)``, not in PrivSyn): a target over
+attributes that hold a rule is first projected onto the allowed cells — its forbidden cells
+emptied and the allowed ones rescaled to the same total (the closest table in
+Kullback-Leibler divergence with those zeros, :meth:`~margsynth.rules.RuleSet.project`), so GUM never pulls records into a forbidden
+cell of a marginal it matches; records can still break a rule across marginals (edits of
+one marginal's attributes), or one no target holds, so the final records are repaired:
+each offending record's attributes of its broken rules are drawn again from their
+conditional given its other attributes under the rules, weighted by the targets' one-way
+marginals (:func:`~margsynth.inference.repair.repair`). The number of records stays ``n``.
+Rules are public: no budget.
 """
 
 from __future__ import annotations
@@ -49,8 +60,10 @@ import pandas as pd
 
 from ..dataset import Dataset
 from ..domain import Domain
+from ..rules import RuleSet, as_rules
 from ..timing import Stopwatch
 from .consistency import project_nonnegative
+from .repair import enforce
 
 __all__ = ["GUM", "GUMResult", "gum", "normalise_marginals"]
 
@@ -73,6 +86,8 @@ class GUMResult:
     rounds: int
     converged: bool
     parameters: dict[str, Any] = field(default_factory=dict)
+    #: with rules: the repair's report (:func:`~margsynth.inference.repair.enforce`)
+    rules: dict[str, Any] | None = None
 
 
 def _as_clique(c, i: int) -> tuple[str, ...]:
@@ -284,11 +299,14 @@ class GUM:
         rng: np.random.Generator,
         *,
         initial: Dataset | None = None,
+        rules: RuleSet | None = None,
     ) -> GUMResult:
         """Generate ``n`` records over ``domain`` whose marginals approach ``marginals``.
 
         ``marginals``: see :func:`normalise_marginals`. ``initial``: start from these
         records instead of the 1-way initialisation (``n`` must equal its size).
+        ``rules``: targets projected onto the allowed cells, records repaired at the end
+        (module docstring; the report in :attr:`GUMResult.rules`).
         """
         if not isinstance(domain, Domain):
             raise ValueError(f"domain must be a Domain, got {type(domain).__name__}")
@@ -298,7 +316,10 @@ class GUM:
             raise ValueError(f"n (number of synthetic records) must be a positive integer, got {n!r}")
         n = int(n)
         margs = normalise_marginals(marginals, domain)
+        rules = as_rules(rules, domain)
         targets = [(c, _target(m, n)) for c, m in margs]
+        if rules is not None:
+            targets = [(c, rules.project(t, c, domain)) for c, t in targets]
         if initial is not None:
             if not isinstance(initial, Dataset) or initial.domain != domain:
                 raise ValueError("initial must be a Dataset over the same domain")
@@ -334,7 +355,11 @@ class GUM:
         codes = np.ascontiguousarray(codes)
         dtype = np.uint8 if max(domain.shape) <= 255 else np.uint16 if max(domain.shape) <= 65535 else np.int64
         synthetic = Dataset._trusted(codes.astype(dtype), domain)
-        return GUMResult(synthetic, pd.DataFrame(rows), r, converged, asdict(self))
+        report = None
+        if rules is not None:
+            weights = {a: self._one_way(domain, targets, a, n) for a in rules.attributes}
+            synthetic, report = enforce(synthetic, rules, rng, weights=weights)
+        return GUMResult(synthetic, pd.DataFrame(rows), r, converged, asdict(self), report)
 
     # ------------------------------------------------------------------ internals
     @staticmethod
@@ -353,17 +378,23 @@ class GUM:
         return idx
 
     @staticmethod
-    def _initialise(domain: Domain, targets, n: int, rng: np.random.Generator) -> np.ndarray:
+    def _one_way(domain: Domain, targets, name: str, n: int) -> np.ndarray:
+        """The 1-way distribution of ``name`` the targets imply: the mean of their projections
+        onto it (uniform when no target covers it), ``n`` records."""
+        views = []
+        for c, t in targets:
+            if name in c:
+                tab = t.reshape(domain.project(c).shape)
+                axis = tuple(i for i, a in enumerate(c) if a != name)
+                views.append(tab.sum(axis=axis) if axis else tab)
+        size = domain[name].size
+        return np.mean(views, axis=0) if views else np.full(size, n / size)
+
+    @classmethod
+    def _initialise(cls, domain: Domain, targets, n: int, rng: np.random.Generator) -> np.ndarray:
         codes = np.empty((n, len(domain)), dtype=np.int64, order="F")
         for j, attr in enumerate(domain.attributes):
-            views = []
-            for c, t in targets:
-                if attr.name in c:
-                    tab = t.reshape(domain.project(c).shape)
-                    axis = tuple(i for i, a in enumerate(c) if a != attr.name)
-                    views.append(tab.sum(axis=axis) if axis else tab)
-            p = np.mean(views, axis=0) if views else np.full(attr.size, n / attr.size)
-            counts = _round_to_total(p, n)
+            counts = _round_to_total(cls._one_way(domain, targets, attr.name, n), n)
             codes[:, j] = rng.permutation(np.repeat(np.arange(attr.size), counts))
         return codes
 

@@ -56,6 +56,7 @@ import scipy.sparse as sp
 from ..dataset import Dataset
 from ..domain import Domain
 from ..privacy import BudgetLedger, NoisyMarginal, NoisyMarginals
+from ..rules import RuleSet
 from ..timing import timed
 from .base import Mechanism, SynthesisResult, check_generator, check_marginals_fit, check_records
 from .generators import Generator, PGMGenerator
@@ -509,9 +510,12 @@ class AdaptiveGrid(Mechanism):
         budget: BudgetLedger,
         *,
         person_ids: np.ndarray | Sequence | None = None,
+        rules: RuleSet | None = None,
         **_: Any,
     ) -> SynthesisResult:
         """Synthesize ``data`` spending the GDP ``budget``; see the class docstring.
+        ``rules`` (no budget) are the generator's: Private-PGM's structural zeros, the rest
+        enforced on the records (:class:`~.generators.PGMGenerator`).
 
         ``person_ids`` (or the ``person_column`` attribute) turns on per-person
         clipping; without them each record is its own person. ``extras`` carry
@@ -545,7 +549,7 @@ class AdaptiveGrid(Mechanism):
                 NoisyMarginal(m.query.clique, m.y, m.sigma, query=None if m.query.n_aggregate == 0 else m.query.matrix)
                 for m in measured
             )
-            out = self.generator.generate(data.domain, noisy, rng, records=self.synthetic_records, sep="x")
+            out = self.generator.generate(data.domain, noisy, rng, records=self.synthetic_records, sep="x", rules=rules)
             synth = out.synthetic
             model = out.extras.get("model")
         rounds = _round_table(measured)
@@ -589,7 +593,18 @@ class AdaptiveGrid(Mechanism):
         params.pop("extras_model", None)
         params["generator"] = {"name": self.generator.name, **asdict(self.generator)}
         name = "adagrid" if self.queries == "adaptive" else "adagrid-identity"
-        return SynthesisResult.from_ledger(synth, name, params, ledger, times, extras, sampler=pgm_sampler(out.extras))
+        return SynthesisResult.from_ledger(
+            synth, name, params, ledger, times, extras, sampler=pgm_sampler(out.extras, rules=rules)
+        )
+
+    def check_rules(self, data: Dataset, rules: RuleSet) -> None:
+        """Rules may not mention ``person_column``: it identifies people and is not synthesized."""
+        if self.person_column is not None and self.person_column in rules.attributes:
+            named = [r.name for r in rules if self.person_column in r.attrs]
+            raise ValueError(
+                f"rules {named} mention person_column={self.person_column!r}, which is not synthesized; "
+                "expected rules over the other attributes"
+            )
 
 
 def identity_grid(**kwargs: Any) -> AdaptiveGrid:

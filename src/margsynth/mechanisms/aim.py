@@ -54,6 +54,7 @@ from ..inference.pgm.factor import align
 from ..inference.pgm.junction_tree import BYTES_PER_CELL
 from ..privacy import BudgetLedger, NoisyMarginal, NoisyMarginals, exponential_mechanism, gaussian_mechanism
 from ..privacy.accounting import exponential_epsilon, gaussian_sigma
+from ..rules import RuleSet
 from ..timing import Stopwatch, timed
 from .base import (
     Mechanism,
@@ -255,9 +256,18 @@ class AIM(Mechanism):
             raise ValueError(f"rounds must be >= the number of attributes ({len(data.domain)}), got {T}")
 
     def synthesize(
-        self, data: Dataset, rng: np.random.Generator, budget: BudgetLedger, **_: object
+        self,
+        data: Dataset,
+        rng: np.random.Generator,
+        budget: BudgetLedger,
+        *,
+        rules: RuleSet | None = None,
+        **_: object,
     ) -> SynthesisResult:
-        """AIM (Alg. 2 of the AIM paper; module docstring) spending ``budget``."""
+        """AIM (Alg. 2 of the AIM paper; module docstring) spending ``budget``. ``rules`` (no
+        budget) act at GENERATE, in the final fit: Private-PGM's structural zeros, the rest
+        enforced on the records (:class:`~.generators.PGMGenerator`); the rounds' models,
+        which only score candidates, do not use them."""
         dom = data.domain
         workload = self.compiled_workload(dom)
         if self.incremental:
@@ -388,8 +398,9 @@ class AIM(Mechanism):
         with timed(times, "generate"):
             marginals = NoisyMarginals(noisy)
             out = self.generator.generate(
-                dom, marginals, rng, records=self.synthetic_records, warm_start=model, extra_cliques=structure
-            )
+                dom, marginals, rng, records=self.synthetic_records, warm_start=model, extra_cliques=structure,
+                rules=rules,
+            )  # fmt: skip
         model = out.extras.get("model")
         times["total"] = clock.elapsed()
         return SynthesisResult.from_ledger(
@@ -407,7 +418,7 @@ class AIM(Mechanism):
                 "measurements": marginals,
                 **{k: v for k, v in out.extras.items() if k != "model"},
             },
-            sampler=pgm_sampler(out.extras),
+            sampler=pgm_sampler(out.extras, rules=rules),
         )
 
     def _filter(self, dom, candidates, measured, model, size_limit) -> dict[tuple[str, ...], float]:

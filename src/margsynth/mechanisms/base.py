@@ -30,6 +30,15 @@ The GENERATE step is a pluggable generator object (:mod:`.generators`:
 ``PGMGenerator``, ``GUMGenerator``, ``PrivPGDGenerator``), held in the mechanism's
 ``generator`` field, that turns one :class:`~margsynth.privacy.NoisyMarginals` into a
 synthetic :class:`Dataset`.
+
+Rules the data obeys (:mod:`margsynth.rules`) are a run argument of every mechanism:
+``run(data, ..., rules=RuleSet)``. :meth:`Mechanism.validate` and :meth:`Mechanism.run`
+check them against the data's domain — satisfiability included — with the other checks,
+before any noise; ``synthesize`` receives them as ``rules=`` (only when given) and every
+mechanism returns records that obey them, each in its own way (its docstring says how);
+``run`` then counts the records that break each rule (``extras["rule_violations"]``, all 0;
+a ``RuntimeError`` otherwise — a bug). Rules are public knowledge, stated before the data
+are seen: enforcing them is post-processing of the noisy measurements and costs no budget.
 """
 
 from __future__ import annotations
@@ -45,6 +54,7 @@ from ..dataset import Dataset
 from ..domain import Domain
 from ..privacy import BudgetLedger
 from ..privacy.accounting import CONVERSIONS
+from ..rules import RuleSet, as_rules
 
 __all__ = [
     "NO_RNG",
@@ -58,6 +68,7 @@ __all__ = [
     "check_positive_int",
     "check_records",
     "check_privacy_params",
+    "check_rules_held",
     "check_run_inputs",
     "check_seed",
 ]
@@ -121,6 +132,8 @@ class SynthesisResult:
         }
         if self.extras.get("estimation") is not None:
             out["estimation"] = dict(self.extras["estimation"])
+        if self.extras.get("rule_violations") is not None:
+            out["rule_violations"] = dict(self.extras["rule_violations"])
         return out
 
 
@@ -178,14 +191,19 @@ class Mechanism:
         *,
         budget: BudgetLedger | None = None,
         rng: Any = NO_RNG,
+        rules: Any = None,
         **kwargs: Any,
     ) -> None:
         """Every check :meth:`run` makes — the budget (:meth:`ledger`), the shared inputs
-        (:func:`check_run_inputs`), then the mechanism's own (:meth:`check`) — without
-        drawing noise or charging a ledger; ``ValueError`` naming the argument, its value
-        and what was expected."""
+        (:func:`check_run_inputs`), the rules (:func:`~margsynth.rules.as_rules`: their
+        attributes, shapes and satisfiability over the data's domain), then the mechanism's
+        own (:meth:`check`) — without drawing noise or charging a ledger; ``ValueError``
+        naming the argument, its value and what was expected."""
         ledger = self.ledger(epsilon, delta, budget)
         check_run_inputs(data, rng)
+        rule_set = as_rules(rules, None if data is None else data.domain)
+        if rule_set is not None:
+            self.check_rules(data, rule_set)
         self.check(data, ledger, **kwargs)
 
     def run(
@@ -196,29 +214,55 @@ class Mechanism:
         rng: np.random.Generator | None = None,
         *,
         budget: BudgetLedger | None = None,
+        rules: Any = None,
         **kwargs: Any,
     ) -> SynthesisResult:
         """Synthesize ``data`` spending ``budget`` — ``run(data, rng, budget=ledger)`` — or
         the ledger of (ε, δ) — ``run(data, epsilon, delta, rng)``; :meth:`validate` first,
-        then :meth:`synthesize`. ``kwargs`` are the mechanism's run arguments (e.g.
-        ``public=`` of NIST-MST, ``device=`` of the torch mechanisms)."""
+        then :meth:`synthesize`. ``rules``: a :class:`~margsynth.rules.RuleSet` (or a list of
+        rules) the records must obey (module docstring; no budget). ``kwargs`` are the
+        mechanism's other run arguments (e.g. ``public=`` of NIST-MST, ``device=`` of the
+        torch mechanisms)."""
         if budget is not None and isinstance(epsilon, np.random.Generator) and delta is None and rng is None:
             epsilon, rng = None, epsilon  # the form run(data, rng, budget=ledger)
         ledger = self.ledger(epsilon, delta, budget)
         check_run_inputs(data, rng)
+        rule_set = as_rules(rules, data.domain)
+        if rule_set is not None:
+            self.check_rules(data, rule_set)
         self.check(data, ledger, **kwargs)
-        return self.synthesize(data, rng, ledger, **kwargs)
+        if rule_set is None:
+            return self.synthesize(data, rng, ledger, **kwargs)
+        return check_rules_held(self.synthesize(data, rng, ledger, rules=rule_set, **kwargs), rule_set)
 
     def check(self, data: Dataset, budget: BudgetLedger, **kwargs: Any) -> None:
         """The mechanism's own checks (beyond :func:`check_run_inputs`), before any noise."""
         if kwargs:
             raise ValueError(f"unexpected keyword argument(s) {sorted(kwargs)}")
 
+    def check_rules(self, data: Dataset, rules: RuleSet) -> None:
+        """The mechanism's own checks of the run's rules (already valid and satisfiable over
+        the data's domain), before any noise; e.g. rules over an attribute the mechanism does
+        not synthesize. None by default."""
+
     def synthesize(
         self, data: Dataset, rng: np.random.Generator, budget: BudgetLedger, **kwargs: Any
     ) -> SynthesisResult:
-        """SELECT / MEASURE / GENERATE on ``budget`` (already checked by :meth:`validate`)."""
+        """SELECT / MEASURE / GENERATE on ``budget`` (already checked by :meth:`validate`);
+        ``rules=`` (a checked :class:`~margsynth.rules.RuleSet`) when the run has rules."""
         raise NotImplementedError
+
+
+def check_rules_held(result: SynthesisResult, rules: RuleSet) -> SynthesisResult:
+    """The final check of a run with rules: per rule, the synthetic records that break it,
+    reported as ``extras["rule_violations"]`` (and in the sidecar); ``RuntimeError`` naming
+    the rules and counts if any record breaks one (the mechanism failed to enforce them)."""
+    violations = rules.violations(result.synthetic)
+    broken = {name: count for name, count in violations.items() if count}
+    if broken:
+        raise RuntimeError(f"{result.mechanism}: synthetic records break rules it was given: {broken}")
+    result.extras["rule_violations"] = violations
+    return result
 
 
 def check_privacy_params(epsilon: float, delta: float) -> None:

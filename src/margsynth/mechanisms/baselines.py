@@ -18,6 +18,7 @@ import numpy as np
 from ..dataset import Dataset
 from ..privacy import BudgetLedger, measure_marginals
 from ..privacy.accounting import gaussian_sigma
+from ..rules import RuleSet
 from ..timing import Stopwatch
 from .base import Mechanism, SynthesisResult, check_conversion, check_generator, check_records
 from .generators import Generator, PGMGenerator
@@ -52,9 +53,17 @@ class Independent(Mechanism):
         check_records(self.synthetic_records, columns=len(data.domain))
 
     def synthesize(
-        self, data: Dataset, rng: np.random.Generator, budget: BudgetLedger, **_: object
+        self,
+        data: Dataset,
+        rng: np.random.Generator,
+        budget: BudgetLedger,
+        *,
+        rules: RuleSet | None = None,
+        **_: object,
     ) -> SynthesisResult:
-        """Every one-way marginal measured with the whole ``budget``, then the generator."""
+        """Every one-way marginal measured with the whole ``budget``, then the generator;
+        ``rules`` are the generator's (Private-PGM: the independence model plus one clique
+        per rule as structural zeros, :func:`~margsynth.inference.pgm.estimate`; no budget)."""
         clock = Stopwatch()
         ledger = budget
         sigma = gaussian_sigma(ledger.total)
@@ -63,10 +72,10 @@ class Independent(Mechanism):
             data, [((a,), 1.0) for a in data.domain.names], sigma, rng, ledger=ledger, label="measure 1-way"
         )
         # GENERATE: by default Private-PGM's independence model, Algorithms 7-8
-        out = self.generator.generate(data.domain, log, rng, records=self.synthetic_records)
+        out = self.generator.generate(data.domain, log, rng, records=self.synthetic_records, rules=rules)
         params = {**asdict(self), "generator": {"name": self.generator.name, **asdict(self.generator)}}
         return SynthesisResult.from_ledger(
             out.synthetic, self.name, params, ledger, {"total": clock.elapsed()},
             {"rho": ledger.total, "sigma": sigma, **{k: v for k, v in out.extras.items() if k != "model"}},
-            sampler=pgm_sampler(out.extras),
+            sampler=pgm_sampler(out.extras, rules=rules),
         )  # fmt: skip

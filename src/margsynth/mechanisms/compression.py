@@ -27,6 +27,12 @@ remainder and the assignment drawn from an explicit ``rng``). Hence
 
 Compression is post-processing of the noisy one-way marginals: it costs no
 privacy budget.
+
+Rules (:mod:`margsynth.rules`) over the original domain carry over to the compressed one
+by :meth:`Compression.compress_rules`: a compressed cell is allowed when some original cell
+merged into it is, so a model over the compressed domain holds every zero that survives the
+merge; records whose ``∅`` is spread back onto a forbidden original value are repaired
+after the reversal (:func:`~margsynth.inference.repair.enforce`).
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ from ..dataset import Dataset
 from ..domain import Attribute, Domain
 from ..inference.pgm import Measurement
 from ..privacy import NoisyMarginal, NoisyMarginals
+from ..rules import RuleSet
 
 __all__ = ["Compression", "compress_domain"]
 
@@ -136,6 +143,13 @@ class Compression:
                 out[is_null] = rng.permutation(vals)
             codes[:, j] = out
         return Dataset._trusted(codes, self.original, data.weights)
+
+    def compress_rules(self, rules: RuleSet | None) -> RuleSet | None:
+        """``rules`` (over :attr:`original`) over the compressed domain: a compressed cell is
+        allowed when some original cell merged into it is (:meth:`~margsynth.rules.Rule.coarsen`)."""
+        if rules is None:
+            return None
+        return rules.coarsen(self._forward, {a: self.compressed[a].size for a in self.original.names})
 
     # ------------------------------------------------------------------ measurements
     def compress_measurement(self, m: Measurement | NoisyMarginal) -> Measurement | NoisyMarginal:

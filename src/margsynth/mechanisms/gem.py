@@ -42,6 +42,7 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..privacy import BudgetLedger
+from ..rules import RuleSet
 from ..timing import Stopwatch, timed
 from .base import Mechanism, SynthesisResult, bounded_records, check_positive_int
 from .queries import (
@@ -184,15 +185,26 @@ class GEM(Mechanism):
         return 64 + 8 * self.degree, 16 * params + 12 * acts + 12 * D * D + 8 * self.rounds * self.batch_size * D
 
     def synthesize(
-        self, data: Dataset, rng: np.random.Generator, budget: BudgetLedger, *, device: str = "cpu", **_: object
+        self,
+        data: Dataset,
+        rng: np.random.Generator,
+        budget: BudgetLedger,
+        *,
+        device: str = "cpu",
+        rules: RuleSet | None = None,
+        **_: object,
     ) -> SynthesisResult:
         """Synthesise records from ``data`` spending ``budget`` (see the module docstring):
         MEASURE ``n̂``, rounds of SELECT / MEASURE / fit, and GENERATE records from the
-        moving-average mixture."""
+        moving-average mixture. ``rules`` (public, no budget): records drawn from the
+        mixture that break one are drawn again from it, then repaired
+        (:meth:`~.queries.MarginalQueries.sample_obeying`; ``extras["rules"]``)."""
         dev = check_device(device)
-        return with_torch_threads(self.threads, lambda: self._run(data, rng, budget, dev))
+        return with_torch_threads(self.threads, lambda: self._run(data, rng, budget, dev, rules))
 
-    def _run(self, data: Dataset, rng: np.random.Generator, ledger: BudgetLedger, dev) -> SynthesisResult:
+    def _run(
+        self, data: Dataset, rng: np.random.Generator, ledger: BudgetLedger, dev, rules: RuleSet | None = None
+    ) -> SynthesisResult:
         import torch
         from tqdm.auto import tqdm
 
@@ -291,7 +303,7 @@ class GEM(Mechanism):
             records, note = (
                 (self.synthetic_records, {}) if self.synthetic_records else bounded_records(n_hat, len(data.domain))
             )
-            synth = workload.sample_records(probs, records, rng, weights=row_weights)
+            synth, report = workload.sample_obeying(probs, records, rng, rules, weights=row_weights)
         seconds["total"] = clock.elapsed()
         return SynthesisResult.from_ledger(
             synth,
@@ -309,6 +321,7 @@ class GEM(Mechanism):
                 "relaxed": probs,
                 "relaxed_weights": row_weights,
                 **note,
+                **({} if report is None else {"rules": report}),
             },
         )
 

@@ -19,6 +19,14 @@ take a generator as a hyperparameter, e.g. ``MST(generator=GUMGenerator())``
 - :class:`~margsynth.inference.privpgd.generator.PrivPGDGenerator` — particle gradient
   descent on sliced Wasserstein distances (Donhauser, Abad, Hulkund, Yang, ICML 2024,
   arXiv:2401.17823), in :mod:`margsynth.inference.privpgd` (it needs torch).
+
+Rules (:mod:`margsynth.rules`): ``generate(..., rules=...)`` returns records that obey
+every rule, as many as asked, and reports how in ``extras["rules"]``. Private-PGM makes the
+rules it can hold structural zeros of its model (probability exactly 0,
+:func:`~margsynth.inference.pgm.estimate`) and enforces the rest by rejection from the
+model, then conditional repair (:func:`pgm_enforce`); GUM projects its targets onto the
+allowed cells and repairs (:meth:`~margsynth.inference.gum.GUM.synthesize`). Rules are
+public: enforcing them costs no budget.
 """
 
 from __future__ import annotations
@@ -43,10 +51,12 @@ from ..inference.pgm import (
     from_noisy_marginals,
     junction_tree_size,
 )
+from ..inference.repair import enforce
 from ..privacy import NoisyMarginals
+from ..rules import RuleSet, as_rules
 from .base import bounded_records, check_records
 
-__all__ = ["GUMGenerator", "Generated", "Generator", "PGMGenerator", "consistent_targets"]
+__all__ = ["GUMGenerator", "Generated", "Generator", "PGMGenerator", "consistent_targets", "pgm_enforce"]
 
 
 class Generator(Protocol):
@@ -61,11 +71,13 @@ class Generator(Protocol):
         rng: np.random.Generator,
         *,
         records: int | None = None,
+        rules: RuleSet | None = None,
         **hints: Any,
     ) -> Generated:
         """``records`` synthetic records over ``domain`` (``None``: as many as the noisy
-        marginals suggest) from ``marginals``; ``hints`` are generator-specific (e.g.
-        Private-PGM's ``warm_start``) and ignored by generators that have no use for them."""
+        marginals suggest) from ``marginals``, every one obeying ``rules`` (reported in
+        ``extras["rules"]``); ``hints`` are generator-specific (e.g. Private-PGM's
+        ``warm_start``) and ignored by generators that have no use for them."""
         ...
 
 
@@ -140,11 +152,15 @@ class PGMGenerator:
         warm_start: GraphicalModel | None = None,
         sep: str = "/",
         extra_cliques: Sequence[Sequence[str]] = (),
+        rules: RuleSet | None = None,
     ) -> GraphicalModel:
         """The Private-PGM model (Eq. 4.2) of ``marginals`` (each its own Eq. 4.1 term);
         ``extra_cliques``: unmeasured attribute sets the model's structure includes
-        (e.g. AIM's last junction tree, so a warm start carries over exactly)."""
+        (e.g. AIM's last junction tree, so a warm start carries over exactly); ``rules``:
+        structural zeros (:func:`~margsynth.inference.pgm.estimate`)."""
         kw: dict[str, Any] = {"iters": int(self.iters), "method": self.method}
+        if rules is not None:
+            kw["rules"] = rules
         if warm_start is not None:
             kw["warm_start"] = warm_start
         if extra_cliques:
@@ -168,19 +184,31 @@ class PGMGenerator:
         warm_start: GraphicalModel | None = None,
         sep: str = "/",
         extra_cliques: Sequence[Sequence[str]] = (),
+        rules: RuleSet | None = None,
         **_: Any,
     ) -> Generated:
         """Fit (:meth:`fit`), then ``records`` records (default: the model's total) by
         Algorithms 7–8. ``extras``: ``model``, ``model_stats``, ``estimation`` (the fit's
         optimality certificate, :func:`~margsynth.inference.pgm.estimation_summary`: loss,
-        certified gap, iterations, method) and, under a memory limit, ``junction_tree_mb``."""
+        certified gap, iterations, method) and, under a memory limit, ``junction_tree_mb``.
+
+        ``rules``: the fit makes structural zeros of those it can hold
+        (``extras["rules"]["model"]``: ``in_model``, ``added_cliques``, ``left``); the records
+        are then made to obey all of them by :func:`pgm_enforce` (the rest of
+        ``extras["rules"]``: records rejected and rounds, records repaired, per-rule
+        violations, 0)."""
         n = check_records(records, columns=len(domain))
-        model, extras = self.fitted(domain, marginals, warm_start=warm_start, sep=sep, extra_cliques=extra_cliques)
+        rules = as_rules(rules, domain)
+        model = self.fit(domain, marginals, warm_start=warm_start, sep=sep, extra_cliques=extra_cliques, rules=rules)
         note: dict[str, Any] = {}
         if n is None:  # the model's noisy total, within the bound decided before any noise
             n, note = bounded_records(model.total, len(domain))
         synth = model.synthetic_data(n, rng=rng)
-        return Generated(synth, {"model": model, **note, **extras})
+        extras: dict[str, Any] = {"model": model, **note}
+        if rules is not None:
+            synth, extras["rules"] = pgm_enforce(model, synth, rules, rng)
+        extras.update(self._about(model, domain, marginals))
+        return Generated(synth, extras)
 
     def fitted(
         self,
@@ -192,14 +220,39 @@ class PGMGenerator:
         extra_cliques: Sequence[Sequence[str]] = (),
         **_: Any,
     ) -> tuple[GraphicalModel, dict[str, Any]]:
-        """:meth:`fit` and the extras :meth:`generate` reports about it (``model`` first)."""
+        """:meth:`fit` and the extras :meth:`generate` reports about it (``model`` first),
+        no record drawn: for a caller that draws them itself, in blocks
+        (:mod:`margsynth.tabular.stream`). No rules (their enforcement is :meth:`generate`'s)."""
         model = self.fit(domain, marginals, warm_start=warm_start, sep=sep, extra_cliques=extra_cliques)
-        extras: dict[str, Any] = {"model": model}
+        return model, {"model": model, **self._about(model, domain, marginals)}
+
+    def _about(self, model: GraphicalModel, domain: Domain, marginals: NoisyMarginals) -> dict[str, Any]:
+        extras: dict[str, Any] = {}
         if self.memory_limit_mb is not None:
             extras["junction_tree_mb"] = junction_tree_size(domain, list(marginals.cliques))[1]
         extras["model_stats"] = {k: v for k, v in model.stats.items() if k != "loss_history"}
         extras["estimation"] = estimation_summary(model)
-        return model, extras
+        return extras
+
+
+def pgm_enforce(model: GraphicalModel, synth, rules: RuleSet | None, rng: np.random.Generator) -> tuple[Any, Any]:
+    """Records drawn from ``model`` made to obey ``rules`` (both over the model's domain):
+    the rules the fit made structural zeros (``model.stats["rules"]["in_model"]``) hold
+    already; for the others, offending records are drawn again from the model until they
+    obey (rejection: exact conditioning of the model on the rules), and any left after
+    :data:`~margsynth.inference.repair.MAX_REJECTION_ROUNDS` rounds get the attributes of
+    their broken rules redrawn conditionally, weighted by the model's one-way marginals
+    (:func:`~margsynth.inference.repair.enforce`; no draw at all when no record breaks a
+    rule). Returns the records and the report (``model``: the fit's placement of the rules,
+    when the model has it). :class:`~.sampler.PGMSampler` draws more records the same way."""
+    if rules is None:
+        return synth, None
+    synth, report = enforce(
+        synth, rules, rng, draw=lambda k: model.synthetic_data(k, rng=rng, method="sample"),
+        weights={a: model.project((a,)) for a in rules.attributes},
+    )  # fmt: skip
+    placed = model.stats.get("rules")
+    return synth, report if placed is None else {"model": dict(placed), **report}
 
 
 def consistent_targets(
@@ -269,11 +322,14 @@ class GUMGenerator(GUM):
         *,
         records: int | None = None,
         consistent: tuple[list[tuple[tuple[str, ...], np.ndarray]], int] | None = None,
+        rules: RuleSet | None = None,
         **_: Any,
     ) -> Generated:
         """§4.3 then §5.2. ``consistent``: ``(targets, passes)`` already made consistent by
         the mechanism (PrivSyn does it in its MEASURE post-processing), used as given.
-        ``extras``: ``consistency_iterations``, ``n_estimate``, ``gum_trace``, ``gum_converged``."""
+        ``extras``: ``consistency_iterations``, ``n_estimate``, ``gum_trace``, ``gum_converged``;
+        with ``rules``, ``rules`` (GUM's targets projected onto the allowed cells, the
+        records repaired: :meth:`~margsynth.inference.gum.GUM.synthesize`)."""
         n = check_records(records, columns=len(domain))
         note: dict[str, Any] = {}
         if consistent is None:
@@ -285,6 +341,8 @@ class GUMGenerator(GUM):
         if n is None:  # the consistent total, within the bound decided before any noise
             n, note = bounded_records(float(np.mean([t.sum() for _, t in targets])), len(domain))
             n = max(n, 1)
-        res = self.synthesize(domain, targets, int(n), rng)
+        res = self.synthesize(domain, targets, int(n), rng, rules=rules)
         extras = {"consistency_iterations": passes, "n_estimate": int(n), "gum_trace": res.trace}
+        if res.rules is not None:
+            extras["rules"] = res.rules
         return Generated(res.synthetic, {**extras, "gum_converged": res.converged, **note})

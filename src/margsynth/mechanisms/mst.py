@@ -30,6 +30,15 @@ The mechanism (the steps of Algorithm 2 without the census-specific ones):
 
 Every noisy step is charged to a :class:`~margsynth.privacy.BudgetLedger` before its noise
 is drawn; the result reports the (ε, δ) the ledger says was spent.
+
+Rules (``run(..., rules=...)``, :mod:`margsynth.rules`; public, no budget) act at step 6:
+compressed like the domain (a merged cell is allowed when some original cell in it is,
+:meth:`~.compression.Compression.compress_rules`), they are the generator's (Private-PGM:
+structural zeros, the rest enforced on the records; GUM: allowed-cell targets and repair),
+and records whose merged value ``∅`` is spread back onto a forbidden original value are
+repaired after the reversal (:func:`~margsynth.inference.repair.enforce`: the attributes of
+their broken rules redrawn given the rest, weighted by the records' one-way marginals;
+``extras["rules_reversal"]``). Selection and measurements do not change.
 """
 
 from __future__ import annotations
@@ -45,8 +54,10 @@ from scipy.cluster.hierarchy import DisjointSet
 from ..dataset import Dataset
 from ..domain import Domain
 from ..inference.pgm import GraphicalModel, estimate, from_noisy_marginals
+from ..inference.repair import enforce
 from ..privacy import BudgetLedger, NoisyMarginals, exponential_mechanism, measure_marginals
 from ..privacy.accounting import exponential_epsilon, gaussian_sigma
+from ..rules import RuleSet
 from ..timing import Stopwatch, timed
 from .base import (
     Mechanism,
@@ -230,9 +241,15 @@ class MST(Mechanism):
         check_records(self.synthetic_records, columns=len(data.domain))
 
     def synthesize(
-        self, data: Dataset, rng: np.random.Generator, budget: BudgetLedger, **_: object
+        self,
+        data: Dataset,
+        rng: np.random.Generator,
+        budget: BudgetLedger,
+        *,
+        rules: RuleSet | None = None,
+        **_: object,
     ) -> SynthesisResult:
-        """Steps 1–6 (module docstring) spending ``budget``."""
+        """Steps 1–6 (module docstring) spending ``budget``; ``rules`` at step 6."""
         times: dict[str, float] = {}
         clock = Stopwatch()
         ledger = budget
@@ -262,8 +279,11 @@ class MST(Mechanism):
         # reverse Algorithm 4 (§5 Step 8)
         with timed(times, "generate"):
             gen = self.generator
-            out = gen.generate(comp.compressed, one_way + log2, rng, records=self.synthetic_records)
+            out = gen.generate(
+                comp.compressed, one_way + log2, rng, records=self.synthetic_records, rules=comp.compress_rules(rules)
+            )
             synth = comp.reverse(out.synthetic, rng)
+            synth, reversal = enforce(synth, rules, rng)
         times["total"] = clock.elapsed()
         return SynthesisResult.from_ledger(
             synth,
@@ -282,8 +302,9 @@ class MST(Mechanism):
                 "log_oneway": log1,
                 "log_selected": log2,
                 **{k: v for k, v in out.extras.items() if k != "model"},
+                **({} if reversal is None else {"rules_reversal": reversal}),
             },
-            sampler=pgm_sampler(out.extras, comp),
+            sampler=pgm_sampler(out.extras, comp, rules=rules),
         )
 
     def _measure_oneway(

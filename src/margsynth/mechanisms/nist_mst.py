@@ -43,9 +43,11 @@ import numpy as np
 from ..dataset import Dataset
 from ..domain import Domain
 from ..inference.pgm import ModelTooLargeError, junction_tree_size
+from ..inference.repair import enforce
 from ..metrics.suite import designated_triple
 from ..privacy import BudgetLedger, measure_marginals
 from ..privacy.accounting import gaussian_sigma
+from ..rules import RuleSet
 from ..timing import Stopwatch, timed
 from .base import (
     Mechanism,
@@ -308,9 +310,17 @@ class NISTMST(Mechanism):
         budget: BudgetLedger,
         *,
         public: Dataset | None = None,
+        rules: RuleSet | None = None,
         **_: object,
     ) -> SynthesisResult:
-        """Steps 1–8 of Algorithm 2 (module docstring) spending ``budget``."""
+        """Steps 1–8 of Algorithm 2 (module docstring) spending ``budget``.
+
+        ``rules`` (no budget): without ``transforms``, compressed through the public encoding
+        and Algorithm 4 (:meth:`~.compression.Compression.compress_rules`) they are the
+        generator's at step 7 (Private-PGM: structural zeros, the rest enforced on the
+        records); with transforms (arbitrary maps of the records) the generator gets none.
+        Either way the records are repaired after step 8 where a reversal put them on a
+        forbidden cell (:func:`~margsynth.inference.repair.enforce`; ``extras["rules_reversal"]``)."""
         times: dict[str, float] = {}
         clock = Stopwatch()
         # (1) calibrate: Eq. 5.1; the ledger holds rho = 1/sigma^2, spent in two equal rounds
@@ -371,7 +381,8 @@ class NISTMST(Mechanism):
             )
         # (7) GENERATE: by default Private-PGM (Eq. 4.2) and Algorithms 7-8
         with timed(times, "generate"):
-            out = self.generator.generate(comp.compressed, one_way + log2, rng, records=self.synthetic_records)
+            inner = None if self.transforms else comp.compress_rules(enc.compress_rules(rules))
+            out = self.generator.generate(comp.compressed, one_way + log2, rng, records=self.synthetic_records, rules=inner)
             synth = out.synthetic
             # (8) reverse: compression, transforms (Algorithm 9), encoding
             synth = comp.reverse(synth, rng)
@@ -381,6 +392,7 @@ class NISTMST(Mechanism):
             for t, dom in zip(reversed(self.transforms), reversed(doms)):
                 synth = t.reverse(synth, rng, domain=dom)
             synth = enc.reverse(synth, rng)
+            synth, reversal = enforce(synth, rules, rng)
         times["total"] = clock.elapsed()
         return SynthesisResult.from_ledger(
             synth,
@@ -400,8 +412,9 @@ class NISTMST(Mechanism):
                 "log_oneway": log1,
                 "log_selected": log2,
                 **{k: v for k, v in out.extras.items() if k != "model"},
+                **({} if reversal is None else {"rules_reversal": reversal}),
             },
             # the records' way back (Algorithm 4 reversed, then the encoding) is saved with the
             # model; the transforms' reverses are code, so a run with transforms keeps none
-            sampler=None if self.transforms else pgm_sampler(out.extras, comp, enc),
+            sampler=None if self.transforms else pgm_sampler(out.extras, comp, enc, rules=rules),
         )

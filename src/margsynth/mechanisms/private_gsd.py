@@ -53,7 +53,9 @@ from typing import Any
 import numpy as np
 
 from ..dataset import Dataset
+from ..inference.repair import enforce
 from ..privacy import BudgetLedger
+from ..rules import RuleSet
 from ..timing import Stopwatch, timed
 from .base import (
     Mechanism,
@@ -556,9 +558,22 @@ class PrivateGSD(Mechanism):
 
     # ------------------------------------------------------------------ run
     def synthesize(
-        self, data: Dataset, rng: np.random.Generator, budget: BudgetLedger, **_: object
+        self,
+        data: Dataset,
+        rng: np.random.Generator,
+        budget: BudgetLedger,
+        *,
+        rules: RuleSet | None = None,
+        **_: object,
     ) -> SynthesisResult:
-        """MEASURE the count and every query once, then the genetic search, spending ``budget``."""
+        """MEASURE the count and every query once, then the genetic search, spending ``budget``.
+
+        ``rules`` (public, no budget): the search's ``n'`` rows are repaired before they are
+        scaled to the requested records — each row that breaks a rule gets the attributes of
+        its broken rules redrawn given its other attributes, weighted by the rows' own
+        one-way marginals (:func:`~margsynth.inference.repair.enforce`; ``extras["rules"]``) —
+        so every copy of a row obeys them. (The search itself is not constrained: its
+        fitness is the paper's.)"""
         seconds: dict[str, float] = {}
         clock = Stopwatch()
         ledger = budget
@@ -584,12 +599,16 @@ class PrivateGSD(Mechanism):
         records, note = (
             (self.synthetic_records, {}) if self.synthetic_records else bounded_records(n_hat, len(cells.sizes))
         )
+        report = None
+        if rules is not None:
+            rows, report = enforce(Dataset._trusted(best, data.domain), rules, rng)
+            best = np.asarray(rows.codes, dtype=best.dtype)
         synth = Dataset._trusted(scale_rows(best, records, rng).astype(data.codes.dtype), data.domain)
         seconds["total"] = clock.elapsed()
         return SynthesisResult.from_ledger(
             synth, self.name, self.parameters(), ledger, seconds,
             {"rho": ledger.total, "sigma": meas.sigma, "sensitivity": meas.sensitivity, "n_hat": n_hat,
-             "cliques": list(workload.cliques), **trace, **note},
+             "cliques": list(workload.cliques), **trace, **note, **({} if report is None else {"rules": report})},
         )  # fmt: skip
 
     def search(

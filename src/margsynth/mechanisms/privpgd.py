@@ -32,6 +32,7 @@ from ..inference.privpgd.embedding import check_domain
 from ..inference.privpgd.generator import PrivPGDGenerator, resolve_device
 from ..privacy import BudgetLedger, gaussian_mechanism, measure_marginals
 from ..privacy.accounting import gaussian_sigma
+from ..rules import RuleSet
 from ..timing import Stopwatch
 from .base import Mechanism, SynthesisResult, check_marginals_fit, check_records, largest
 
@@ -133,20 +134,29 @@ class PrivPGD(Mechanism):
         check_records(self.n_particles, "n_particles", columns=len(data.domain))
 
     def synthesize(
-        self, data: Dataset, rng: np.random.Generator, budget: BudgetLedger, *, device: str = "cpu", **_: object
+        self,
+        data: Dataset,
+        rng: np.random.Generator,
+        budget: BudgetLedger,
+        *,
+        device: str = "cpu",
+        rules: RuleSet | None = None,
+        **_: object,
     ) -> SynthesisResult:
-        """Synthesise ``n_particles`` records from ``data`` spending ``budget``."""
+        """Synthesise ``n_particles`` records from ``data`` spending ``budget``. ``rules``
+        (public, no budget): the generator projects its measures onto the allowed cells and
+        repairs the records (:class:`~margsynth.inference.privpgd.generator.PrivPGDGenerator`)."""
         dev = resolve_device(device)
         old_threads = torch.get_num_threads()
         if self.threads is not None:
             torch.set_num_threads(self.threads)
         try:
-            return self._run(data, rng, budget, dev)
+            return self._run(data, rng, budget, dev, rules)
         finally:
             if self.threads is not None:
                 torch.set_num_threads(old_threads)
 
-    def _run(self, data, rng, ledger, dev) -> SynthesisResult:
+    def _run(self, data, rng, ledger, dev, rules=None) -> SynthesisResult:
         clock = Stopwatch()
         domain = data.domain
         # SELECT: all degree-way marginals (§4.1)
@@ -176,7 +186,7 @@ class PrivPGD(Mechanism):
         penalty = None
         if use_constraint and self.gamma > 0:
             penalty = ThresholdPenalty(self.constraint, domain, constraint_target, dev)
-        out = self.generator.generate(domain, noisy, rng, device=dev, penalty=penalty, gamma=self.gamma)
+        out = self.generator.generate(domain, noisy, rng, device=dev, penalty=penalty, gamma=self.gamma, rules=rules)
         seconds.update(out.seconds)
         seconds["total"] = clock.elapsed()
         params = asdict(self)

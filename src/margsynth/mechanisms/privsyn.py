@@ -75,6 +75,7 @@ from ..domain import Domain
 from ..inference.consistency import make_consistent
 from ..privacy import BudgetLedger, NoisyMarginal, NoisyMarginals, gaussian_mechanism
 from ..privacy.accounting import gaussian_sigma
+from ..rules import RuleSet
 from ..timing import timed
 from .base import (
     Mechanism,
@@ -606,9 +607,15 @@ class PrivSyn(Mechanism):
         budget: BudgetLedger,
         *,
         person_ids: np.ndarray | None = None,
+        rules: RuleSet | None = None,
         **_: object,
     ) -> SynthesisResult:
         """SELECT / MEASURE (:meth:`measure`) then GENERATE with GUM (or Private-PGM).
+
+        ``rules`` (no budget) are the generator's: GUM projects its consistent targets onto
+        the allowed cells and repairs the records (:meth:`~margsynth.inference.gum.GUM.synthesize`);
+        Private-PGM makes structural zeros of them and enforces the rest
+        (:class:`~.generators.PGMGenerator`).
 
         ``extras`` holds the selection trace (``selection``: DataFrame of
         ``step, chosen, error``), ``selected_pairs``, ``cliques``, the per-marginal
@@ -624,7 +631,7 @@ class PrivSyn(Mechanism):
         with timed(seconds, "generate"):
             out = self.generator.generate(
                 data.domain, meas.noisy, rng, records=self.synthetic_records or meas.n_estimate,
-                consistent=(meas.consistent, meas.consistency_iterations), sep="×",
+                consistent=(meas.consistent, meas.consistency_iterations), sep="×", rules=rules,
             )  # fmt: skip
         synthetic = out.synthetic
         extras: dict[str, Any] = {"gum_trace": None, "gum_converged": None}
@@ -646,5 +653,5 @@ class PrivSyn(Mechanism):
                 **meas.records_note,
                 "measurement": meas,
             },
-            sampler=pgm_sampler(out.extras),
+            sampler=pgm_sampler(out.extras, rules=rules),
         )

@@ -24,7 +24,9 @@ This module holds, once:
   replacement: "peeling", which has the distribution of the one-shot Gumbel top-K of
   Durfee & Rogers, "Practical Differentially Private Top-k Selection with Pay-what-you-get
   Composition", NeurIPS 2019, arXiv:1905.04273, Lemma 4.2), one charge per pick;
-- :func:`query_scores`, :func:`clique_scores` — the selection qualities.
+- :func:`query_scores`, :func:`clique_scores` — the selection qualities;
+- :meth:`MarginalQueries.sample_obeying` — records from RAP's / GEM's relaxed rows that obey
+  rules (:mod:`margsynth.rules`).
 
 **Neighbouring relation and sensitivities.** The project's relation is add/remove-one
 record (as MST, AIM and PrivPGD here). The papers measure *normalised* answers with ``n``
@@ -53,8 +55,10 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..domain import Domain
+from ..inference.repair import enforce
 from ..privacy import BudgetLedger, exponential_mechanism, gaussian_mechanism
 from ..privacy.accounting import exponential_epsilon, gaussian_sigma
+from ..rules import RuleSet
 from . import base as _base
 
 __all__ = [
@@ -293,6 +297,31 @@ class MarginalQueries:
                 hit = (u[s : s + step, None] >= cdf[rows[s : s + step]]).sum(axis=1)
                 codes[s : s + step, i] = np.minimum(hit, block.shape[1] - 1)
         return Dataset(codes, self.domain)
+
+    def sample_obeying(
+        self,
+        probs: np.ndarray,
+        n: int,
+        rng: np.random.Generator,
+        rules: RuleSet | None,
+        weights: np.ndarray | None = None,
+    ) -> tuple[Dataset, dict[str, Any] | None]:
+        """:meth:`sample_records`, then records that break one of ``rules`` drawn again from
+        the same mixture until none does (rejection: the mixture conditioned on the rules),
+        and after :data:`~margsynth.inference.repair.MAX_REJECTION_ROUNDS` rounds the rest
+        repaired — the attributes of their broken rules redrawn given the others, weighted
+        by the mixture's one-way marginals (:func:`~margsynth.inference.repair.enforce`).
+        Returns the records and the report (``None`` without rules: the draws of
+        :meth:`sample_records` alone). Rules are public: no budget."""
+        synth = self.sample_records(probs, n, rng, weights)
+        if rules is None:
+            return synth, None
+        P = np.clip(np.asarray(probs, dtype=np.float64), 0.0, None)
+        P = P / np.add.reduceat(P, self.offsets[:-1], axis=1).repeat(np.diff(self.offsets), axis=1)
+        w = np.full(P.shape[0], 1.0 / P.shape[0]) if weights is None else np.asarray(weights) / np.sum(weights)
+        mix = w @ P  # the mixture's one-way marginals, block by block
+        one_way = {a: mix[self.offsets[i] : self.offsets[i + 1]] for i, a in enumerate(self.domain.names)}
+        return enforce(synth, rules, rng, draw=lambda k: self.sample_records(probs, k, rng, weights), weights=one_way)
 
     # ------------------------------------------------------------------ privacy
     def cliques_touched(self, ids: np.ndarray | Sequence[int]) -> int:

@@ -43,6 +43,7 @@ import numpy as np
 
 from ..dataset import Dataset
 from ..privacy import BudgetLedger
+from ..rules import RuleSet
 from ..timing import Stopwatch, timed
 from .base import (
     Mechanism,
@@ -238,15 +239,26 @@ class RAP(Mechanism):
 
     # ------------------------------------------------------------------ run
     def synthesize(
-        self, data: Dataset, rng: np.random.Generator, budget: BudgetLedger, *, device: str = "cpu", **_: object
+        self,
+        data: Dataset,
+        rng: np.random.Generator,
+        budget: BudgetLedger,
+        *,
+        device: str = "cpu",
+        rules: RuleSet | None = None,
+        **_: object,
     ) -> SynthesisResult:
         """Synthesise records from ``data`` spending ``budget`` (see the module docstring):
         MEASURE ``n̂``, rounds of SELECT / MEASURE / project, and GENERATE records from the
-        relaxed rows."""
+        relaxed rows. ``rules`` (public, no budget): records drawn from the relaxed rows
+        that break one are drawn again from them, then repaired
+        (:meth:`~.queries.MarginalQueries.sample_obeying`; ``extras["rules"]``)."""
         dev = check_device(device)
-        return with_torch_threads(self.threads, lambda: self._run(data, rng, budget, dev))
+        return with_torch_threads(self.threads, lambda: self._run(data, rng, budget, dev, rules))
 
-    def _run(self, data: Dataset, rng: np.random.Generator, ledger: BudgetLedger, dev) -> SynthesisResult:
+    def _run(
+        self, data: Dataset, rng: np.random.Generator, ledger: BudgetLedger, dev, rules: RuleSet | None = None
+    ) -> SynthesisResult:
         import torch
         from tqdm.auto import tqdm
 
@@ -330,12 +342,12 @@ class RAP(Mechanism):
             records, note = (
                 (self.synthetic_records, {}) if self.synthetic_records else bounded_records(n_hat, len(data.domain))
             )
-            synth = workload.sample_records(probs, records, rng)
+            synth, report = workload.sample_obeying(probs, records, rng, rules)
         seconds["total"] = clock.elapsed()
         return SynthesisResult.from_ledger(
             synth, self.name, self.parameters(), ledger, seconds,
             {"rho": ledger.total, "n_hat": n_hat, "measured": measured, "trace": trace, "device": str(dev),
-             "relaxed": probs, **note},
+             "relaxed": probs, **note, **({} if report is None else {"rules": report})},
         )  # fmt: skip
 
 

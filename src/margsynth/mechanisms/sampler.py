@@ -16,7 +16,9 @@ what the run spent.
 for mechanisms that keep no Private-PGM model: GUM, PrivPGD), built by
 :func:`pgm_sampler` from the :class:`~.generators.PGMGenerator`'s output;
 :meth:`PGMSampler.sample` repeats the run's GENERATE step exactly (same arithmetic, same
-order of draws from ``rng``). :mod:`margsynth.model_file` writes it to a file.
+order of draws from ``rng``), rules included: a run given rules (:mod:`margsynth.rules`)
+keeps them in its sampler, whose records obey them as the run's did.
+:mod:`margsynth.model_file` writes it to a file.
 """
 
 from __future__ import annotations
@@ -30,10 +32,12 @@ import numpy as np
 from ..dataset import Dataset
 from ..domain import Domain
 from ..inference.pgm import GraphicalModel
+from ..inference.repair import enforce
+from ..rules import RuleSet, as_rules
 from . import registry
 from .base import check_records
 from .compression import Compression
-from .generators import PGMGenerator
+from .generators import PGMGenerator, pgm_enforce
 
 __all__ = ["PGMSampler", "pgm_mechanisms", "pgm_sampler", "unsavable_reason"]
 
@@ -46,10 +50,15 @@ class PGMSampler:
     NIST-MST); ``reverse`` holds the :class:`~.compression.Compression` steps applied after
     Algorithm 8, in order (each step's ``compressed`` domain is the previous step's output
     domain). :meth:`sample` is the run's GENERATE step: Algorithms 7-8, then each reversal.
+    ``rules`` (over :attr:`domain`, ``None``: none): the records obey them, enforced as the
+    run enforced them — over the model's domain by :func:`~.generators.pgm_enforce` (the
+    rules compressed through the reversal steps), and after the reversal by
+    :func:`~margsynth.inference.repair.enforce`.
     """
 
     model: GraphicalModel
     reverse: tuple[Compression, ...] = ()
+    rules: RuleSet | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, GraphicalModel):
@@ -63,6 +72,7 @@ class PGMSampler:
                 raise ValueError(f"reverse step {j} starts from {c.compressed!r}, the previous step ends in {dom!r}")
             dom = c.original
         object.__setattr__(self, "reverse", steps)
+        object.__setattr__(self, "rules", as_rules(self.rules, dom))
 
     @property
     def domain(self) -> Domain:
@@ -83,18 +93,30 @@ class PGMSampler:
         if not isinstance(rng, np.random.Generator):
             raise ValueError(f"rng must be an explicit numpy.random.Generator, got {type(rng).__name__}")
         synth = self.model.synthetic_data(n, rng=rng)
+        if self.rules is not None:
+            synth, _ = pgm_enforce(self.model, synth, self.model_rules(), rng)
         for c in self.reverse:
             synth = c.reverse(synth, rng)
+        if self.rules is not None and self.reverse:
+            synth, _ = enforce(synth, self.rules, rng)
         return synth
 
+    def model_rules(self) -> RuleSet | None:
+        """:attr:`rules` over the model's domain (compressed through the reversal steps)."""
+        rules = self.rules
+        for c in reversed(self.reverse):
+            rules = c.compress_rules(rules)
+        return rules
 
-def pgm_sampler(extras: Mapping[str, Any], *reverse: Compression) -> PGMSampler | None:
+
+def pgm_sampler(extras: Mapping[str, Any], *reverse: Compression, rules: RuleSet | None = None) -> PGMSampler | None:
     """The :class:`PGMSampler` of a generator's output (its ``extras["model"]``, present when
-    the generator was Private-PGM) followed by ``reverse``; ``None`` when there is no model."""
+    the generator was Private-PGM) followed by ``reverse``, keeping the run's ``rules``;
+    ``None`` when there is no model."""
     model = extras.get("model")
     if not isinstance(model, GraphicalModel):
         return None
-    return PGMSampler(model, tuple(reverse))
+    return PGMSampler(model, tuple(reverse), rules)
 
 
 def unsavable_reason(mechanism: Any) -> str | None:

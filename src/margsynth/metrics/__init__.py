@@ -10,6 +10,7 @@ _LAZY = {
     "marginal_l1": "margsynth.metrics.marginal", "marginal_tv": "margsynth.metrics.marginal",
     "tv_distance": "margsynth.metrics.marginal",
     "inverse_pie": "margsynth.metrics.baltimore", "range_query_error": "margsynth.metrics.baltimore",
+    "rule_violations": "margsynth.metrics.rules",
 }
 
 

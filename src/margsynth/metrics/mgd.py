@@ -9,7 +9,6 @@ with a ``domain=``.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -19,6 +18,7 @@ from tqdm.auto import tqdm
 
 from ..dataset import Dataset
 from ..domain import Domain
+from ..timing import Stopwatch
 from .aemc import AEMCProblem, AEMCResult, MarginalSpec, solve
 
 __all__ = ["MGDResult", "mgd", "marginal_table", "mgd_report"]
@@ -95,7 +95,7 @@ def mgd(truth, synthetic, specs: Sequence[MarginalSpec], *, domain: Domain | Non
     dom_t, dom_s = _domain_of(truth, domain), _domain_of(synthetic, domain)
     if dom_t.shape != dom_s.shape or dom_t.names != dom_s.names:
         raise ValueError(f"truth domain {dom_t} and synthetic domain {dom_s} differ")
-    t0 = time.perf_counter()
+    clock = Stopwatch()
     results = []
     it = specs
     if progress:
@@ -109,7 +109,7 @@ def mgd(truth, synthetic, specs: Sequence[MarginalSpec], *, domain: Domain | Non
         results.append(solve(prob, solver, plan=plan, **options))
     w = np.array([s.omega for s in specs])
     value = float(np.dot(w, [r.value for r in results]) / w.sum())
-    return MGDResult(value, list(specs), results, time.perf_counter() - t0)
+    return MGDResult(value, list(specs), results, clock.elapsed())
 
 
 def mgd_report(truth, synthetic, specs: Sequence[MarginalSpec], *, domain: Domain | None = None, top_k: int = 10,

@@ -44,6 +44,7 @@ from ..mechanisms import registry
 from ..mechanisms.base import Mechanism, check_privacy_params, check_seed
 from ..privacy import BudgetLedger
 from ..timing import Stopwatch
+from .constraints import SchemaRule, check_satisfiable, compile_rules, parse_rules, repair_values
 from .encoder import Encoder, check_table, discovery_budget, domain_extremes, fit_encoder
 from .schema import Schema
 
@@ -87,6 +88,7 @@ class PreparedRun:
     delta: float
     preprocessing_share: float | None
     public: pd.DataFrame | None = None
+    rules: tuple[SchemaRule, ...] = ()
 
     @property
     def discovers(self) -> bool:
@@ -169,10 +171,17 @@ class PreparedRun:
         run_kw: dict[str, Any] = {}
         if self.public is not None:
             run_kw["public"] = encoder.encode(self.public)
-        # the mechanism's budget: everything discovery left
+        # the mechanism's budget: everything discovery left; the rules as cells of the encoded domain
         budget = ledger.sub(ledger.remaining, self.mechanism_name, currency=self.mechanism.currency)
+        compiled = compile_rules(self.rules, encoder) if self.rules else None
+        if compiled is not None:
+            run_kw["rules"] = compiled
         result = self.mechanism.run(data, rng=rng, budget=budget, **run_kw)
         synthetic = encoder.decode(result.synthetic, rng)
+        rule_report: dict[str, Any] = {}
+        if self.rules:  # what the cells could not decide, decided within the bins
+            synthetic, left = repair_values(synthetic, self.schema, self.rules, encoder, result.synthetic.codes, rng)
+            rule_report = {"compiled": [] if compiled is None else list(compiled.names), "violations": left}
         synthetic = synthetic[[str(c) for c in self.df.columns if str(c) in self.schema.names]]  # the table's order
         eps_spent, _ = ledger.spent_dp()
         delta_spent = delta_conv + (math.exp(eps_spent) * delta_cat if delta_cat else 0.0)
@@ -200,6 +209,8 @@ class PreparedRun:
             "encoder": encoder.to_dict(),
             "result": result,
         }
+        if self.rules:
+            report["rules"] = rule_report
         if report["delta"] > self.delta or report["epsilon"] > self.epsilon:  # pragma: no cover - by construction
             raise RuntimeError(
                 f"spent ({report['epsilon']!r}, {report['delta']!r}) exceeds ({self.epsilon!r}, {self.delta!r})"
@@ -273,7 +284,10 @@ def prepare(
         except ValueError as exc:
             raise TableError(f"public: {exc}") from None
     mech = registry.create(mechanism, **hyperparameters)
-    run = PreparedRun(df, schema, checked, mechanism, mech, float(epsilon), float(delta), preprocessing_share, public)
+    rules = parse_rules(schema.rules, schema)
+    check_satisfiable(rules, schema)  # a rule set no row could obey is refused before any charge
+    run = PreparedRun(df, schema, checked, mechanism, mech, float(epsilon), float(delta), preprocessing_share, public,
+                      rules)  # fmt: skip
     run.check_discovery()
     return run
 

@@ -589,6 +589,10 @@ class Encoder:
             out[c.name] = self._decode_column(c, codes[:, j], rng)
         return pd.DataFrame(out)
 
+    def decode_column(self, name: str, codes: np.ndarray, rng: np.random.Generator) -> pd.Series:
+        """One column of codes decoded as :meth:`decode` does (numbers drawn within their bins)."""
+        return self._decode_column(self.columns[self.names.index(name)], np.asarray(codes, dtype=np.int64), rng)
+
     @staticmethod
     def _decode_column(c: ColumnCoding, code: np.ndarray, rng: np.random.Generator) -> pd.Series:
         null = code == c.null_code if c.nullable else np.zeros(code.shape, dtype=bool)

@@ -387,6 +387,7 @@ class Schema:
     columns: tuple[ColumnSpec, ...]
     public: bool = False
     null_tokens: tuple[str, ...] = ()
+    rules: tuple[Mapping[str, Any], ...] = ()  # the rows' rules (margsynth.tabular.constraints)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "null_tokens", check_tokens("schema", self.null_tokens))
@@ -429,6 +430,8 @@ class Schema:
         out: dict[str, Any] = {"columns": [c.to_dict() for c in self.columns]}
         if self.null_tokens:
             out["null_tokens"] = list(self.null_tokens)
+        if self.rules:
+            out["rules"] = [dict(r) for r in self.rules]
         if self.public:
             out["public"] = True
         return out
@@ -440,16 +443,21 @@ class Schema:
             return d
         if not isinstance(d, Mapping):
             raise ValueError(f"{where}: expected an object with 'columns', got {type(d).__name__}")
-        unknown = sorted(set(d) - {"columns", "public", "null_tokens"})
+        unknown = sorted(set(d) - {"columns", "public", "null_tokens", "rules"})
         if unknown:
-            raise ValueError(f"{where}: unknown key(s) {unknown}; expected 'columns' (and 'null_tokens', 'public')")
+            raise ValueError(
+                f"{where}: unknown key(s) {unknown}; expected 'columns' (and 'null_tokens', 'rules', 'public')"
+            )
+        rules = d.get("rules", ())
+        if isinstance(rules, (str, bytes, Mapping)) or not isinstance(rules, Sequence):
+            raise ValueError(f"{where}: 'rules' must be a list of rule objects, got {rules!r}")
         cols = d.get("columns")
         if not isinstance(cols, Sequence) or isinstance(cols, str) or not cols:
             raise ValueError(f"{where}: 'columns' must be a non-empty list of column objects")
         tokens = d.get("null_tokens", ())
         tokens = check_tokens(where, tokens)
         return cls(tuple(ColumnSpec.from_dict(c, where) for c in cols), public=d.get("public", False),
-                   null_tokens=tokens)  # fmt: skip
+                   null_tokens=tokens, rules=tuple(rules))  # fmt: skip
 
     @classmethod
     def load(cls, path: str | Path) -> Schema:

@@ -851,6 +851,9 @@ def prepare_stream(
     if workdir is not None and not Path(workdir).is_dir():
         raise ValueError(f"workdir {workdir!r} is not a folder; expected a folder for the encoded table")
     schema = check_run_arguments(schema, epsilon, delta, preprocessing_share)
+    if schema.rules:
+        raise ValueError(f"schema: {len(schema.rules)} rule(s); a table read in chunks is generated in blocks without "
+                         "rules (they are enforced on the whole table in memory); expected a schema without rules")  # fmt: skip
     if registry.spec(mechanism).needs_public:
         raise ValueError(f"mechanism {mechanism!r} needs a public table; a table read in chunks takes none")
     mech = deferred(registry.create(mechanism, **hyperparameters))

@@ -17,6 +17,18 @@ gap shrinks only like the distance to the optimum; on MST's fit of adult (ε = 1
 ``model.stats["gap"]``; :func:`~.estimation.estimation_summary` gives ``{"loss", "gap",
 "iterations", "method"}``, which every PGM-based mechanism reports as
 ``extras["estimation"]`` and in its sidecar (``docs/api/inference.md`` derives the bounds).
+
+Structural zeros (rules, :mod:`margsynth.rules`): the fit then minimises over ``M_Z``, the
+points of ``M`` that put no mass on a forbidden cell — the face of ``M`` spanned by the
+point masses on allowed assignments (a point of ``M`` is a mixture of point masses; it
+leaves the forbidden cells empty exactly when every point mass it uses does). Every bound
+above is weak duality for a linear function minimised over the polytope, so it stays valid
+and closes on ``M_Z`` when that minimum is taken over the allowed assignments only: the
+max-sum calibration runs on ``-G`` plus the zeros (``-inf`` on forbidden cells), and in
+the lift a cell that no allowed assignment reaches (max-marginal ``-inf``) is left out —
+no allowed assignment pays its lift, so raising the dual there buys nothing
+(:func:`certified_gap`, ``zeros``). A bound over ``M`` would stay valid too (``M_Z`` is a
+subset) but would not close at an optimum that the zeros move.
 """
 
 from __future__ import annotations
@@ -33,10 +45,13 @@ __all__ = ["LIFT_BATCH", "certified_gap"]
 LIFT_BATCH = 1 << 20
 
 
-def certified_gap(bp: BeliefPropagation, obj: Objective, val: float, p: np.ndarray, G: np.ndarray) -> float:
+def certified_gap(
+    bp: BeliefPropagation, obj: Objective, val: float, p: np.ndarray, G: np.ndarray, zeros: np.ndarray | None = None
+) -> float:
     """The certified gap of a point with loss ``val``, marginals ``p`` and gradient ``G`` (flat
     vectors of ``bp``), ``L(mu) - LB`` with ``LB <= min_M L`` (M the marginal polytope of
-    the junction tree), never negative. ``LB`` is the best of three lower bounds, all read
+    the junction tree; with ``zeros``, the flat ``0`` / ``-inf`` structural zeros of a fit
+    with rules, ``M_Z``: its points with no mass on a zero, module docstring), never negative. ``LB`` is the best of three lower bounds, all read
     off one max-sum calibration on ``-G`` (:meth:`~.inference.BeliefPropagation.max_marginals`;
     a linear function over ``M`` is minimised at a point mass, and every clique's
     max-marginal has the MAP value as its maximum):
@@ -56,11 +71,12 @@ def certified_gap(bp: BeliefPropagation, obj: Objective, val: float, p: np.ndarr
       dual there costs almost nothing (MST's fit of adult after 5,000 iterations:
       ``2.3e-8 L`` instead of ``1.1e-3 L``).
     """
-    mm = bp.max_marginals(bp.views(np.negative(G)))
+    exact = zeros is not None
+    mm = bp.max_marginals(bp.views(np.negative(G) + zeros if exact else np.negative(G)), exact_zeros=exact)
     fw = float(G @ p) + float(mm[bp.root].max())
     lower = _lower(obj, val, fw)
     if obj.loss == "l2" and obj.lift_terms:
-        lower = max(lower, _lifted(bp, obj, val, p, G, mm))
+        lower = max(lower, _lifted(bp, obj, val, p, G, mm, exact))
     return max(val - lower, 0.0)
 
 
@@ -77,7 +93,13 @@ def _lower(obj: Objective, val: float, fw: float) -> float:
 
 
 def _lifted(
-    bp: BeliefPropagation, obj: Objective, val: float, p: np.ndarray, G: np.ndarray, mm: list[np.ndarray]
+    bp: BeliefPropagation,
+    obj: Objective,
+    val: float,
+    p: np.ndarray,
+    G: np.ndarray,
+    mm: list[np.ndarray],
+    exact_zeros: bool = False,
 ) -> float:
     """The lifted dual bound of the L2 loss at a point (loss ``val``, marginals ``p``,
     gradient ``G``), given ``mm``, the max-marginals of ``-G`` (``n_C = -mm_C``, the
@@ -100,7 +122,13 @@ def _lifted(
     lift, where ``C`` hosts no identity term). With no lift at all it is ``L(mu) - fw``;
     lifting costs almost nothing on cells the iterate barely uses — the cells that keep
     the Frank–Wolfe gap of a near-optimal point large when the optimum lies on a face of
-    ``M`` (noisy counts that want to be negative)."""
+    ``M`` (noisy counts that want to be negative).
+
+    ``exact_zeros`` (``mm`` of ``-G`` plus structural zeros): the minimum over ``x`` runs over
+    allowed assignments only, every cell of which has a finite max-marginal; ``phi_C`` is
+    ``+inf`` on the others (no allowed assignment uses them), ``min phi_C`` is taken over the
+    finite cells, and the measured cells with ``m_T = +inf`` get no lift (``h = 0``): the
+    inequality ``phi_C + h_C >= u_C`` is needed on reachable cells only."""
     pv = bp.views(p)
     Av = bp.views(obj.A)
     total = val - float(G @ p)  # the shift by <G, mu>, on the root's phi
@@ -114,8 +142,15 @@ def _lifted(
         for lst in (ms, ws, invs, lens, owner):
             lst.clear()
 
-    for c, table in enumerate(bp.decompose(mm)):
+    if exact_zeros:
+        with np.errstate(invalid="ignore"):  # -inf - -inf: a separator value no allowed assignment reaches
+            tables = bp.decompose(mm)
+    else:
+        tables = bp.decompose(mm)
+    for c, table in enumerate(tables):
         phi = np.negative(table, out=table)  # G = sum_C phi_C, phi_C >= 0 below the root
+        if exact_zeros:
+            phi[np.isnan(phi)] = np.inf  # unreachable cells: +inf, as those at -inf in mm
         total += float(phi.min())  # no lift; a lift adds its gain over this below
         for axes, a, part in obj.lift_terms.get(c, ()):
             m = (phi.min(axis=axes) if axes else phi).ravel()
@@ -125,6 +160,12 @@ def _lifted(
                 m, w = np.minimum.reduceat(m[order], starts), np.add.reduceat(w[order], starts)
             else:
                 inv = np.full(m.size, 1.0 / a) if axes else 1.0 / Av[c].ravel()
+            if exact_zeros:  # measured cells no allowed assignment reaches: no lift there
+                keep = np.isfinite(m)
+                if not keep.all():
+                    m, w, inv = m[keep], w[keep], inv[keep]
+                if not m.size:
+                    continue
             ms.append(m)
             ws.append(w)
             invs.append(inv)

@@ -92,7 +92,7 @@ class _Iterate:
         """The certified gap of the iterate (:func:`~.certificate.certified_gap`), after
         making ``G`` its gradient."""
         self.grad()
-        return certified_gap(self.ev.bp, self.ev.obj, self.val, self.p, self.G)
+        return certified_gap(self.ev.bp, self.ev.obj, self.val, self.p, self.G, zeros=self.ev.zeros)
 
     def grad(self) -> None:
         """Makes ``G`` the gradient at the iterate, if its trial evaluation skipped it."""

@@ -23,6 +23,20 @@ driver of four modules, one idea each:
 * :mod:`.exact` — the interior point of ``method="interior_point"``; this module starts
   the descent on its optimal face (:func:`_face_theta`).
 
+Rules (:mod:`margsynth.rules`, ``estimate(..., rules=...)``) become structural zeros: a rule
+whose attributes lie in one clique of the junction tree forbids its cells there
+(log-potential ``-inf``: probability exactly 0, never sampled), and the fit is Eq. (4.2)
+over ``M_Z``, the distributions with no mass on a forbidden cell. The descent moves finite
+log-potentials and adds the zeros before every propagation (:class:`~.objective._Evaluator`),
+so its iterates stay in the exponential family of the measured marginals restricted to the
+allowed cells and its limit is the maximum-entropy optimum over them; the certificate
+minimises over allowed assignments only (:mod:`.certificate`); the interior point fixes the
+forbidden cells at 0 (:mod:`.exact`). A rule whose attributes lie in no clique is added to
+the structure as one more clique (like ``extra_cliques``) when the junction tree then has
+at most ``RULE_GROWTH`` times the cells it has without rules plus ``RULE_SLACK_CELLS``
+(:func:`_place_rules`); otherwise it is left to the generator (``model.stats["rules"]``
+says which is which; :mod:`margsynth.inference.repair`).
+
 Every fit runs with BLAS limited to one thread (:func:`~.blas.single_threaded_blas`).
 """
 
@@ -33,6 +47,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ...domain import Domain
+from ...rules import Rule, RuleSet, as_rules
 from ...timing import Stopwatch
 from . import kernels
 from .blas import single_threaded_blas
@@ -41,7 +56,7 @@ from .exact import ExactSolution
 from .exact import solve as exact_solve
 from .factor import align
 from .inference import BeliefPropagation, marginal
-from .junction_tree import build_junction_tree
+from .junction_tree import JunctionTree, ModelTooLargeError, build_junction_tree
 from .measurement import Measurement, compile_measurements, estimate_total
 from .model import GraphicalModel
 from .objective import Objective, _Evaluator
@@ -57,6 +72,14 @@ INTERIOR_POINT_TOL = 1e-9
 FACE_GAP_TOL = 1e-6
 FACE_RTOL = 1e-12
 FACE_MAX_ITERS = 20_000
+#: A rule whose attributes lie in no clique joins the model's structure when the junction
+#: tree then has at most ``RULE_GROWTH * cells + RULE_SLACK_CELLS`` cells (``cells``: the
+#: tree's without rules); else it is left to the generator (:func:`_place_rules`)
+RULE_GROWTH = 1.5
+RULE_SLACK_CELLS = 1024
+#: ``log`` of the potential a warm start gives a cell its model held at zero (a finite
+#: start for the descent; the zeros of this fit's rules are added on top)
+_LOG_TINY = float(np.log(1e-300))
 
 
 def estimate(
@@ -75,6 +98,7 @@ def estimate(
     step_size: float | None = None,
     gap_tol: float | None = None,
     rtol: float | None = None,
+    rules: RuleSet | Sequence[Rule] | None = None,
 ) -> GraphicalModel:
     """Fit a graphical model to noisy measurements (Private-PGM, Eq. 4.2).
 
@@ -151,6 +175,15 @@ def estimate(
         descent is monotone, so this is a stall, not a detour). Unlike ``gap_tol``
         it certifies nothing; the returned ``gap`` still does. ``None`` (default):
         no such rule.
+    rules:
+        Rules the data obeys (:class:`~margsynth.rules.RuleSet`; checked against
+        ``domain``, satisfiability included, before anything is fitted). Those whose
+        attributes lie in one clique — after adding rule cliques within ``RULE_GROWTH``
+        (module docstring) — are structural zeros of the model: their cells have
+        probability exactly 0 and the fit is the optimum of Eq. (4.2) over the allowed
+        cells (for the descent, its maximum-entropy optimum there). ``stats["rules"]``:
+        ``in_model`` (names), ``added_cliques`` (attribute sets added for rules),
+        ``left`` (rules the generator must enforce) and ``zero_cells``.
 
     Returns
     -------
@@ -186,6 +219,7 @@ def estimate(
             step_size=step_size,
             gap_tol=gap_tol,
             rtol=rtol,
+            rules=rules,
         )
 
 
@@ -205,6 +239,7 @@ def _estimate(
     step_size,
     gap_tol,
     rtol=None,
+    rules=None,
 ):
     clock = Stopwatch()
     if isinstance(iters, bool) or int(iters) != iters or iters < 0:
@@ -240,13 +275,19 @@ def _estimate(
     elif not np.isfinite(total) or total <= 0:
         raise ValueError(f"total must be finite and > 0, got {total!r}")
     total = float(total)
-    tree = build_junction_tree(
-        domain, [m.attrs for m in compiled] + [tuple(c) for c in extra_cliques], memory_limit_mb=memory_limit_mb
-    )
+    rule_set = as_rules(rules, domain)
+    cliques = [m.attrs for m in compiled] + [tuple(c) for c in extra_cliques]
+    tree = build_junction_tree(domain, cliques, memory_limit_mb=memory_limit_mb)
+    placed: dict | None = None
+    if rule_set is not None:
+        tree, placed = _place_rules(domain, tree, cliques, rule_set, memory_limit_mb)
     bp = BeliefPropagation(tree)
+    masks, zeros = _zeros(bp, domain, rule_set.subset(placed["in_model"]) if placed else None)
+    if placed is not None:
+        placed["zero_cells"] = 0 if zeros is None else int(np.count_nonzero(np.isneginf(zeros)))
     solver: dict = {}
     if method == "interior_point":  # the optimal face, then the accelerated descent on it
-        sol = exact_solve(domain, tree, compiled, total, tol=INTERIOR_POINT_TOL, max_iter=iters)
+        sol = exact_solve(domain, tree, compiled, total, tol=INTERIOR_POINT_TOL, max_iter=iters, allowed=masks)
         theta0 = _face_theta(bp, sol)
         solver = {
             "solver_iterations": sol.iterations,
@@ -258,7 +299,7 @@ def _estimate(
         gap_tol = FACE_GAP_TOL if gap_tol is None else gap_tol
     fast = kernels.worth(iters, bp.size)  # compiled kernels (numba) for all but small fits
     obj = Objective(bp, compiled, total, loss, kernel=fast)
-    ev = _Evaluator(bp, obj, fast)
+    ev = _Evaluator(bp, obj, fast, zeros)
 
     s = _Iterate(ev, theta0 if solver else _initial_theta(bp, warm_start))
     if step_size is not None:
@@ -286,8 +327,10 @@ def _estimate(
     theta, val = s.theta, s.val
     # shift log Z into the root's potential (a tidy, normalised parameter vector)
     th_views = bp.views(theta)
-    log_z = bp.calibrate_flat(theta, s.p_new, compiled=fast)
+    log_z = bp.calibrate_flat(theta, s.p_new, compiled=fast, zeros=zeros)
     th_views[tree.root] -= log_z
+    if zeros is not None:  # the structural zeros: -inf in the model's potentials
+        theta += zeros
     model = GraphicalModel(domain, tree, [v.copy() for v in th_views], total)
     model.stats.update(
         loss_history=history,
@@ -303,7 +346,51 @@ def _estimate(
         seconds=clock.elapsed(),
         **solver,
     )
+    if placed is not None:
+        model.stats["rules"] = placed
     return model
+
+
+def _place_rules(
+    domain: Domain, tree: JunctionTree, cliques: list, rules: RuleSet, memory_limit_mb: float | None
+) -> tuple[JunctionTree, dict]:
+    """The junction tree with the rules' attribute sets that fit (module docstring): in rule
+    order, a rule inside no clique adds its attributes as a clique when the tree then has at
+    most ``RULE_GROWTH * cells + RULE_SLACK_CELLS`` cells (``cells``: ``tree``'s) and stays
+    within ``memory_limit_mb``. Returns the tree and ``{"in_model", "added_cliques", "left"}``."""
+    limit = RULE_GROWTH * tree.cells + RULE_SLACK_CELLS
+    added: list[tuple[str, ...]] = []
+    for r in rules:
+        if not r.forbidden_cells or tree.find_clique(r.attrs) is not None:  # (a rule forbidding nothing holds anyway)
+            continue
+        try:
+            bigger = build_junction_tree(domain, [*cliques, *added, r.attrs], memory_limit_mb=memory_limit_mb)
+        except ModelTooLargeError:
+            continue
+        if bigger.cells <= limit:
+            added.append(r.attrs)
+            tree = bigger
+    inside = [r.name for r in rules if not r.forbidden_cells or tree.find_clique(r.attrs) is not None]
+    left = [r.name for r in rules if r.name not in inside]
+    return tree, {"in_model": inside, "added_cliques": [list(c) for c in added], "left": left}
+
+
+def _zeros(
+    bp: BeliefPropagation, domain: Domain, rules: RuleSet | None
+) -> tuple[list[np.ndarray | None] | None, np.ndarray | None]:
+    """Per clique of ``bp``'s tree, the allowed cells under the rules inside it (``None``:
+    no rule inside), and the flat structural zeros (``0`` allowed, ``-inf`` forbidden);
+    ``(None, None)`` when no cell is forbidden."""
+    if rules is None or not len(rules):
+        return None, None
+    masks = [rules.mask(c, domain) for c in bp.tree.cliques]
+    if all(m is None or m.all() for m in masks):
+        return None, None
+    zeros = np.zeros(bp.size)
+    for v, m in zip(bp.views(zeros), masks):
+        if m is not None:
+            v[~m] = -np.inf
+    return masks, zeros
 
 
 def _initial_theta(bp: BeliefPropagation, warm_start: GraphicalModel | None) -> np.ndarray:
@@ -318,6 +405,8 @@ def _initial_theta(bp: BeliefPropagation, warm_start: GraphicalModel | None) -> 
     if all(tree.find_clique(c) is not None for c in old.cliques):
         for c, th in zip(old.cliques, warm_start.theta):
             i = tree.find_clique(c)
+            if warm_start.has_zeros:  # finite for the descent (this fit's own zeros are added on top)
+                th = np.maximum(th, _LOG_TINY)
             views[i] += align(th, c, tree.cliques[i])
         return theta
     # the old cliques do not all fit: junction-tree factorisation of the old model's

@@ -12,7 +12,10 @@ models, exponential families, and variational inference", 2008, Prop. 2.1 and §
               sum x_root = N,   x >= 0,
 
 ``P_m`` summing clique ``C(m)``'s table (the smallest clique holding measurement ``m``)
-onto the measured attributes. :func:`exact_optimum` solves it with the interior-point
+onto the measured attributes; with rules (:mod:`margsynth.rules`), also ``x_c = 0`` for
+every cell ``c`` a rule inside its clique forbids — the local polytope's face with those
+cells empty, which for a junction tree is ``M_Z``, the marginals of the distributions with
+no mass on a forbidden cell. :func:`exact_optimum` solves it with the interior-point
 solver Clarabel (Goulart & Chen, "Clarabel: an interior-point solver for conic programs
 with quadratic objectives", arXiv:2405.12762), which ships with CVXPY.
 
@@ -38,6 +41,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...domain import Domain
+from ...rules import Rule, RuleSet, as_rules
 from ...timing import Stopwatch
 from .junction_tree import JunctionTree
 from .kernels import sub_map
@@ -78,10 +82,13 @@ def exact_optimum(
     max_cells: int = 100_000,
     tol: float = 1e-9,
     max_iter: int = 200,
+    rules: RuleSet | Sequence[Rule] | None = None,
 ) -> ExactSolution:
     """The minimum of the L2 loss of :func:`~.estimation.estimate` over the marginal polytope
     of ``tree`` (every measurement's attributes must lie in one of its cliques; a fitted
-    model's ``tree`` qualifies), with ``total`` records.
+    model's ``tree`` qualifies), with ``total`` records; with ``rules``, over its
+    distributions with no mass on a cell that a rule inside a clique forbids (rules inside
+    no clique are ignored: a fitted model's ``stats["rules"]["left"]``).
 
     Raises ``ValueError`` for a tree of more than ``max_cells`` cells (the interior-point
     factorisations grow quickly) and ``RuntimeError`` when the solver does not report a
@@ -92,7 +99,12 @@ def exact_optimum(
         raise ValueError(f"max_cells: the junction tree has {tree.cells:,} cells > max_cells={max_cells:,}")
     if not np.isfinite(total) or total <= 0:
         raise ValueError(f"total must be finite and > 0, got {total!r}")
-    return solve(domain, tree, compile_measurements(domain, measurements), float(total), tol=tol, max_iter=max_iter)
+    rule_set = as_rules(rules, domain)
+    allowed = None if rule_set is None else [rule_set.mask(c, domain) for c in tree.cliques]
+    return solve(
+        domain, tree, compile_measurements(domain, measurements), float(total), tol=tol, max_iter=max_iter,
+        allowed=allowed,
+    )  # fmt: skip
 
 
 def solve(
@@ -103,10 +115,12 @@ def solve(
     *,
     tol: float = 1e-9,
     max_iter: int = 200,
+    allowed: Sequence[np.ndarray | None] | None = None,
 ) -> ExactSolution:
     """:func:`exact_optimum` on validated measurements (:func:`~.measurement.compile_measurements`)
     and a valid ``total``: the quadratic program above, built as sparse matrices and solved by
-    Clarabel (single-threaded, deterministic)."""
+    Clarabel (single-threaded, deterministic). ``allowed``: per clique, the cells that may
+    hold mass (``None``: all); the others are constrained to 0."""
     shapes = [tuple(domain[a].size for a in c) for c in tree.cliques]
     cells = [int(np.prod(s, dtype=np.int64)) for s in shapes]
     off = np.concatenate([[0], np.cumsum(cells)]).astype(np.int64)
@@ -141,6 +155,16 @@ def solve(
         )
         blocks.append(sp.hstack([x_part, sp.coo_matrix((k, n_res))]))
         rhs.append(np.zeros(k))
+    # structural zeros: x_c = 0 on every forbidden cell
+    if allowed is not None:
+        for i, m in enumerate(allowed):
+            if m is None or m.all():
+                continue
+            cols = off[i] + np.flatnonzero(~np.asarray(m, dtype=bool).ravel())
+            k = cols.size
+            x_part = sp.coo_matrix((np.ones(k), (np.arange(k), cols)), shape=(k, n))
+            blocks.append(sp.hstack([x_part, sp.coo_matrix((k, n_res))]))
+            rhs.append(np.zeros(k))
     r = tree.root
     root_row = sp.coo_matrix((np.ones(cells[r]), (np.zeros(cells[r], dtype=np.int64), off[r] + np.arange(cells[r]))), (1, n))
     blocks.append(sp.hstack([root_row, sp.coo_matrix((1, n_res))]))

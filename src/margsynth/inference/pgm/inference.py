@@ -19,6 +19,12 @@ oracle ``M_C(P_theta)`` of Eq. (4.2) in the NIST-MST/MST paper, §4.2):
   ``exp(LOG_FLOOR)`` and separator probabilities at ``PROB_FLOOR``, so no
   underflow or subnormal number (10-100x slower arithmetic) ever appears.
 
+Structural zeros (cells a rule forbids, :mod:`margsynth.rules`) are log-potentials ``-inf``:
+with ``exact_zeros`` (or ``zeros=`` on flat vectors) the passes give every cell whose
+belief is ``-inf`` probability exactly 0 — the floors above apply to positive
+probabilities only — and a separator value that no cell of the child reaches probability 0
+(no ``0 / 0``). Without zeros the arithmetic is unchanged.
+
 Marginals of attribute sets inside no clique (Example 2 of the paper) come
 from :func:`variable_elimination` over the calibrated clique and separator
 marginals of a covering subtree, ``P(x_T) = prod_C mu_C / prod_S mu_S``.
@@ -96,16 +102,22 @@ class BeliefPropagation:
         for c, p, axes, _ in down:
             self._seps[c] = np.empty(tuple(n for i, n in enumerate(self.shapes[p]) if i not in axes))
 
-    def calibrate_flat(self, theta: np.ndarray, out: np.ndarray, *, compiled: bool = True) -> float:
+    def calibrate_flat(
+        self, theta: np.ndarray, out: np.ndarray, *, compiled: bool = True, zeros: np.ndarray | None = None
+    ) -> float:
         """:meth:`calibrate` on flat vectors of length ``self.size`` (the layout of
         :meth:`views`). ``compiled=True`` (default) runs the compiled kernel of
         :mod:`.kernels` when numba is available (one call, no per-edge numpy calls), else
-        the numpy schedule; the two agree to rounding."""
+        the numpy schedule; the two agree to rounding. ``zeros`` (flat, ``0`` or ``-inf``
+        per cell) is added to ``theta``: the structural zeros of a model with rules, cells
+        of probability exactly 0."""
         if compiled and kernels.AVAILABLE:
             ix = self._index
             if ix is None:
                 ix = self._index = kernels.EdgeIndex(self)
-            return kernels.calibrate_flat(ix, theta, out, LOG_FLOOR, PROB_FLOOR)
+            return kernels.calibrate_flat(ix, theta, out, LOG_FLOOR, PROB_FLOOR, zeros)
+        if zeros is not None:
+            return self.calibrate(self.views(theta + zeros), self.views(out), exact_zeros=True)
         return self.calibrate(self.views(theta), self.views(out))
 
     def views(self, flat: np.ndarray) -> list[np.ndarray]:
@@ -113,11 +125,13 @@ class BeliefPropagation:
         o = self.offsets
         return [flat[o[i] : o[i + 1]].reshape(s) for i, s in enumerate(self.shapes)]
 
-    def calibrate(self, theta: Sequence[np.ndarray], out: Sequence[np.ndarray]) -> float:
+    def calibrate(self, theta: Sequence[np.ndarray], out: Sequence[np.ndarray], *, exact_zeros: bool = False) -> float:
         """Clique marginals (probabilities) of ``P_theta`` into ``out``; returns ``log Z``.
 
         Uses per-clique scratch buffers owned by this object (not re-entrant). The numpy
         schedule; :meth:`calibrate_flat` runs the compiled kernel on flat vectors.
+        ``exact_zeros``: ``theta`` may hold ``-inf`` (structural zeros), whose cells get
+        probability exactly 0 (module docstring).
         """
         buf = self._scratch
         acc = list(theta)
@@ -127,12 +141,24 @@ class BeliefPropagation:
             x = acc[c]
             mx = _MAX(x, axis=axes, keepdims=True, out=self._mx[c])
             e = buf[c]
-            np.subtract(x, mx, out=e)
-            np.maximum(e, LOG_FLOOR, out=e)
-            np.exp(e, out=e)
+            if exact_zeros:
+                zero = np.isneginf(x)  # before e is written: x may be e (a parent's belief lives there)
+                with np.errstate(invalid="ignore"):  # -inf - -inf on slices without an allowed cell
+                    np.subtract(x, mx, out=e)
+                np.maximum(e, LOG_FLOOR, out=e)
+                np.exp(e, out=e)
+                e[zero] = 0.0
+            else:
+                np.subtract(x, mx, out=e)
+                np.maximum(e, LOG_FLOOR, out=e)
+                np.exp(e, out=e)
             s = _SUM(e, axis=axes, keepdims=True, out=self._sums[c])
             cond_s[c] = s
-            msg = np.log(s, out=self._msgs[c])
+            if exact_zeros:
+                with np.errstate(divide="ignore"):  # log 0 = -inf: a separator value no allowed cell reaches
+                    msg = np.log(s, out=self._msgs[c])
+            else:
+                msg = np.log(s, out=self._msgs[c])
             msg += mx
             msg = msg.reshape(to_parent)
             if owned[p]:
@@ -144,15 +170,24 @@ class BeliefPropagation:
         x = acc[r]
         mx = x.max()
         e = buf[r]
+        zero = np.isneginf(x) if exact_zeros else None  # before e is written (x may be e)
         np.subtract(x, mx, out=e)
         np.maximum(e, LOG_FLOOR, out=e)
         np.exp(e, out=e)
+        if zero is not None:
+            e[zero] = 0.0
         z = e.sum()
         np.multiply(e, 1.0 / z, out=out[r])
         for c, p, axes, to_child in self._down:
             ps = _SUM(out[p], axis=axes, out=self._seps[c]).reshape(to_child)
-            ps /= cond_s[c]
-            np.maximum(ps, PROB_FLOOR, out=ps)
+            if exact_zeros:
+                reached = cond_s[c] > 0
+                np.divide(ps, cond_s[c], out=ps, where=reached)
+                ps[~reached] = 0.0
+                np.maximum(ps, PROB_FLOOR, out=ps, where=ps > 0)
+            else:
+                ps /= cond_s[c]
+                np.maximum(ps, PROB_FLOOR, out=ps)
             np.multiply(buf[c], ps, out=out[c])
         return float(np.log(z) + mx)
 
@@ -201,19 +236,27 @@ class BeliefPropagation:
         return value, x
 
 
-    def max_marginals(self, theta: Sequence[np.ndarray]) -> list[np.ndarray]:
+    def max_marginals(self, theta: Sequence[np.ndarray], *, exact_zeros: bool = False) -> list[np.ndarray]:
         """Per clique ``C``, the max-marginal ``max_{x' : x'_C = x_C} sum_D theta_D(x'_D)``
         (a table over ``C``'s cells; Koller & Friedman 2009, §13.3.1: max-sum calibration of a
         clique tree). The collect pass of :meth:`max_product`, then a distribute pass that
         sends each child the maximum of its parent's belief less the child's own message.
-        Every clique's table has the same maximum, the MAP value."""
+        Every clique's table has the same maximum, the MAP value. ``exact_zeros``: ``theta``
+        may hold ``-inf`` (structural zeros); a cell that no allowed assignment reaches has
+        max-marginal ``-inf``."""
         acc = [np.array(t, dtype=np.float64) for t in theta]
         msgs: list = [None] * len(acc)
         for c, p, axes, to_parent in self._up:
             msgs[c] = acc[c].max(axis=axes, keepdims=True).reshape(to_parent)
             acc[p] += msgs[c]
         for c, p, axes, to_child in self._down:
-            acc[c] += (acc[p] - msgs[c]).max(axis=axes).reshape(to_child)
+            if exact_zeros:  # -inf - -inf: a parent cell whose separator value the child cannot reach
+                with np.errstate(invalid="ignore"):
+                    d = acc[p] - msgs[c]
+                d[np.isnan(d)] = -np.inf
+                acc[c] += d.max(axis=axes).reshape(to_child)
+            else:
+                acc[c] += (acc[p] - msgs[c]).max(axis=axes).reshape(to_child)
         return acc
 
 

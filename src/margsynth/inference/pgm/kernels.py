@@ -233,11 +233,18 @@ def _scatter_add(dst, idx, src):
 
 
 def _calibrate(
-    theta, out, acc, e, bits, mx, sums, ps, c_off, c_len, p_off, p_len, s_off, s_len, ci, pi, cidx, pidx,
+    theta, zeros, out, acc, e, bits, mx, sums, ps, c_off, c_len, p_off, p_len, s_off, s_len, ci, pi, cidx, pidx,
     root_off, root_len, log_floor, prob_floor,
 ):  # fmt: skip
     """The two passes of :meth:`~.inference.BeliefPropagation.calibrate` on flat arrays;
     returns ``log Z``. ``theta`` is not modified. The exponentials: :func:`_exp_cells`.
+
+    ``zeros`` (empty: none) is added to ``theta``: ``0`` or ``-inf`` per cell, the
+    structural zeros of a model with rules. With it, cells whose upward belief is ``-inf``
+    (their own zero, or a child's message ``log 0``) get probability exactly 0 instead of
+    the floor ``exp(log_floor)``, a separator value of probability 0 is not floored, and
+    a separator value no child cell reaches gives its cells 0 (no ``0 / 0``); these passes
+    run only then, so the arithmetic without zeros is unchanged.
 
     Every loop runs over slice views of the flat arrays (one clique's cells, one edge's
     index vector, one separator's cells), not over the flat arrays with an offset: the
@@ -246,8 +253,13 @@ def _calibrate(
     running value in a register while consecutive cells map to the same separator cell
     (the same additions in the same order, without a store and reload per cell)."""
     n = theta.shape[0]
-    for i in range(n):
-        acc[i] = theta[i]
+    exact = zeros.shape[0] > 0
+    if exact:
+        for i in range(n):
+            acc[i] = theta[i] + zeros[i]
+    else:
+        for i in range(n):
+            acc[i] = theta[i]
     n_edges = c_off.shape[0]
     # collect: child -> parent messages, log space
     for k in range(n_edges):
@@ -270,6 +282,10 @@ def _calibrate(
             v = a[i] - m[ix[i]]
             ee[i] = v if v > log_floor else log_floor
         _exp_cells(e, co, cn, bits)
+        if exact:
+            for i in range(cn):
+                if a[i] == -np.inf:
+                    ee[i] = 0.0
         _scatter_add(sm, ix, ee)
         for s in range(sn):  # the message, once per separator cell (m holds it now)
             m[s] += np.log(sm[s])
@@ -289,6 +305,10 @@ def _calibrate(
         v = ra[i] - top
         re[i] = v if v > log_floor else log_floor
     _exp_cells(e, root_off, root_len, bits)
+    if exact:
+        for i in range(root_len):
+            if ra[i] == -np.inf:
+                re[i] = 0.0
     z = 0.0
     for i in range(root_len):
         z += re[i]
@@ -306,11 +326,19 @@ def _calibrate(
         for s in range(sn):
             q[s] = 0.0
         _scatter_add(q, px, pv)
-        for s in range(sn):
-            v = q[s] / sm[s]
-            if v < prob_floor:
-                v = prob_floor
-            q[s] = v
+        if exact:
+            for s in range(sn):
+                d = sm[s]
+                v = q[s] / d if d > 0.0 else 0.0
+                if 0.0 < v < prob_floor:
+                    v = prob_floor
+                q[s] = v
+        else:
+            for s in range(sn):
+                v = q[s] / sm[s]
+                if v < prob_floor:
+                    v = prob_floor
+                q[s] = v
         ix = cidx[cb : cb + cn]
         ee = e[co : co + cn]
         o = out[co : co + cn]
@@ -319,11 +347,25 @@ def _calibrate(
     return np.log(z) + top
 
 
-def calibrate_flat(ix: EdgeIndex, theta: np.ndarray, out: np.ndarray, log_floor: float, prob_floor: float) -> float:
-    """Clique marginals of ``theta`` (flat) into ``out`` (flat); returns ``log Z``."""
+#: ``zeros`` of :func:`_calibrate` for a model without structural zeros
+_NO_ZEROS = np.zeros(0)
+
+
+def calibrate_flat(
+    ix: EdgeIndex,
+    theta: np.ndarray,
+    out: np.ndarray,
+    log_floor: float,
+    prob_floor: float,
+    zeros: np.ndarray | None = None,
+) -> float:
+    """Clique marginals of ``theta`` (flat) into ``out`` (flat); returns ``log Z``.
+    ``zeros``: ``0`` / ``-inf`` per cell added to ``theta``, the cells at ``-inf`` of
+    probability exactly 0 (:func:`_calibrate`)."""
     return float(
         _jit(_calibrate)(
             theta,
+            _NO_ZEROS if zeros is None else zeros,
             out,
             ix.acc,
             ix.e,

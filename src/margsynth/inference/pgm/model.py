@@ -7,6 +7,11 @@ are computed once at construction; :meth:`project` answers any marginal,
 measured or not (Examples 1-2), and :meth:`synthetic_data` turns the model
 into records by the rounding procedure of Algorithms 7-8 (or by i.i.d.
 sampling, Example 3's comparison).
+
+Structural zeros (cells a rule forbids, :mod:`margsynth.rules`; ``estimate(...,
+rules=...)``) are log-potentials ``-inf``: those cells have probability exactly 0 in every
+marginal (exact-zero belief propagation, :mod:`margsynth.inference.pgm.inference`), so no record drawn from the
+model lands on one.
 """
 
 from __future__ import annotations
@@ -31,7 +36,8 @@ class GraphicalModel:
 
     Build one with :func:`~margsynth.inference.pgm.estimation.estimate` or
     :meth:`from_factors`; ``theta`` is a list of log-potential arrays, one per
-    ``tree.cliques[i]`` (axes in domain order).
+    ``tree.cliques[i]`` (axes in domain order), finite or ``-inf`` (a structural zero:
+    probability exactly 0; some assignment must be left with a finite potential).
     """
 
     domain: Domain
@@ -50,11 +56,20 @@ class GraphicalModel:
         for c, t, shape in zip(self.tree.cliques, self.theta, self._bp.shapes):
             if t.shape != shape:
                 raise ValueError(f"theta for clique {c} has shape {t.shape}, expected {shape}")
-            if not np.all(np.isfinite(t)):
-                raise ValueError(f"theta for clique {c} has non-finite entries")
+            if np.isnan(t).any() or np.isposinf(t).any():
+                raise ValueError(f"theta for clique {c} has NaN or +inf entries")
+        self.has_zeros = not all(np.all(np.isfinite(t)) for t in self.theta)
         flat = np.empty(self._bp.size)
         self._probs = self._bp.views(flat)
-        self.log_partition = self._bp.calibrate(self.theta, self._probs)
+        if self.has_zeros:
+            if any(not np.isfinite(t).any() for t in self.theta):
+                raise ValueError("theta: a clique has no cell with a finite potential; no record is possible")
+            with np.errstate(invalid="ignore", divide="ignore"):  # a model without a possible record: refused below
+                self.log_partition = self._bp.calibrate(self.theta, self._probs, exact_zeros=True)
+            if not np.isfinite(self.log_partition):
+                raise ValueError("theta: its structural zeros (-inf) leave no possible record")
+        else:
+            self.log_partition = self._bp.calibrate(self.theta, self._probs)
         for p in self._probs:
             p.setflags(write=False)
         self._cond_cache: dict = {}  # P(x_{C\\S} | x_S) per clique, filled by ``probabilities``

@@ -317,10 +317,17 @@ def _row_partitions(Q: sp.csr_matrix) -> list[tuple[np.ndarray, np.ndarray, np.n
 
 
 class _Evaluator:
-    """Flat buffers + belief propagation + objective: ``evaluate(theta) -> (loss, p, G)``."""
+    """Flat buffers + belief propagation + objective: ``evaluate(theta) -> (loss, p, G)``.
 
-    def __init__(self, bp: BeliefPropagation, obj: Objective, compiled: bool = False) -> None:
-        self.bp, self.obj, self.compiled = bp, obj, compiled
+    ``zeros`` (flat, ``0`` or ``-inf`` per cell; ``None``: none) are the structural zeros of
+    a fit with rules: added to every ``theta`` before the propagation, so the forbidden
+    cells have probability exactly 0 and the descent, which moves the finite ``theta``,
+    optimises over the allowed cells only."""
+
+    def __init__(
+        self, bp: BeliefPropagation, obj: Objective, compiled: bool = False, zeros: np.ndarray | None = None
+    ) -> None:
+        self.bp, self.obj, self.compiled, self.zeros = bp, obj, compiled, zeros
         self._views: dict[int, list[np.ndarray]] = {}
         self.count = 0
 
@@ -337,7 +344,7 @@ class _Evaluator:
         """The loss at ``theta``, its marginals into ``p`` and (unless ``G`` is None) its
         gradient into ``G``."""
         v = self._views
-        self.bp.calibrate_flat(theta, p, compiled=self.compiled)
+        self.bp.calibrate_flat(theta, p, compiled=self.compiled, zeros=self.zeros)
         self.count += 1
         if G is None:
             return self.obj.value(p, v[id(p)])

@@ -64,6 +64,15 @@ absent raises ``ValueError`` (never a silent CPU fallback). All random numbers a
 from CPU generators derived from the numpy ``rng``, so a GPU run uses the same
 directions, masks and initial particles and agrees with the CPU run up to floating
 point; the same seed gives byte-identical output on the CPU.
+
+Rules (:mod:`margsynth.rules`; ``generate(..., rules=...)``, not in the paper; public, no
+budget): each projected measure over attributes that hold a rule is projected onto the
+allowed cells (forbidden cells emptied, the rest rescaled: :meth:`~margsynth.rules.RuleSet.project`)
+before quantization, so the particles are never pulled towards a forbidden cell of a
+marginal they fit; after finalization the records that still break a rule (across
+marginals, or a rule no measured marginal holds) get the attributes of their broken rules
+redrawn from their conditional given the rest, weighted by the projected measures' one-way
+marginals (:func:`~margsynth.inference.repair.enforce`). The number of records stays.
 """
 
 from __future__ import annotations
@@ -79,7 +88,9 @@ import torch
 from ...dataset import Dataset
 from ...domain import Domain
 from ...privacy import NoisyMarginals
+from ...rules import RuleSet, as_rules
 from ..generated import Generated
+from ..repair import enforce
 from .constraints import ThresholdPenalty
 from .embedding import clique_centres
 from .finalize import finalize
@@ -88,7 +99,7 @@ from .projection import make_consistent, project_measures
 from .quantization import quantize
 from .slicing import DirectionBank
 
-__all__ = ["INITS", "PrivPGDGenerator", "initial_particles", "resolve_device"]
+__all__ = ["INITS", "PrivPGDGenerator", "initial_particles", "one_way_measures", "resolve_device"]
 
 #: Particle initialisations: ``"uniform"`` (i.i.d. uniform on [0,1]^d, the authors' code) or
 #: ``"marginals"`` (ours: each coordinate drawn independently from the 1-way marginal implied
@@ -97,10 +108,9 @@ __all__ = ["INITS", "PrivPGDGenerator", "initial_particles", "resolve_device"]
 INITS = ("uniform", "marginals")
 
 
-def initial_particles(probs, cliques, sizes, n: int, generator: torch.Generator) -> torch.Tensor:
-    """``(d, n)`` particles for ``init="marginals"``: attribute ``a`` takes code ``k`` with the
-    average over the cliques containing ``a`` of their projected measure's ``a``-marginal,
-    then a uniform position inside bin ``k`` (``[k/n_a, (k+1)/n_a)``, whose centre is Eq. 4's)."""
+def one_way_measures(probs, cliques, sizes) -> list[np.ndarray]:
+    """Per attribute ``a`` (index), the average over the cliques containing ``a`` of their
+    projected measure's ``a``-marginal, normalised (uniform when no clique contains ``a``)."""
     d = len(sizes)
     marg = [np.zeros(s) for s in sizes]
     seen = np.zeros(d)
@@ -109,9 +119,19 @@ def initial_particles(probs, cliques, sizes, n: int, generator: torch.Generator)
         for j, a in enumerate(c):
             marg[a] += t.sum(axis=tuple(x for x in range(len(c)) if x != j))
             seen[a] += 1
+    return [marg[a] / marg[a].sum() if seen[a] else np.full(sizes[a], 1.0 / sizes[a]) for a in range(d)]
+
+
+def initial_particles(probs, cliques, sizes, n: int, generator: torch.Generator) -> torch.Tensor:
+    """``(d, n)`` particles for ``init="marginals"``: attribute ``a`` takes code ``k`` with the
+    average over the cliques containing ``a`` of their projected measure's ``a``-marginal
+    (:func:`one_way_measures`), then a uniform position inside bin ``k`` (``[k/n_a, (k+1)/n_a)``,
+    whose centre is Eq. 4's)."""
+    d = len(sizes)
+    weights = one_way_measures(probs, cliques, sizes)
     out = torch.rand(d, n, generator=generator, dtype=torch.float64)
     for a in range(d):
-        w = marg[a] / marg[a].sum() if seen[a] else np.full(sizes[a], 1.0 / sizes[a])
+        w = weights[a]
         codes = torch.multinomial(torch.as_tensor(w), n, replacement=True, generator=generator)
         out[a] = (codes.double() + out[a]) / sizes[a]
     return out.float().clamp_(0.0, 1.0)
@@ -207,13 +227,17 @@ class PrivPGDGenerator:
         device: Any = "cpu",
         penalty: ThresholdPenalty | None = None,
         gamma: float = 0.0,
+        rules: RuleSet | None = None,
         **_: Any,
     ) -> Generated:
         """``records`` (default ``n_particles``) synthetic records from ``marginals``
         (all over distinct attribute sets). ``penalty``/``gamma``: the §4.4 term
-        ``gamma R(X)`` of Eq. 7. The generator's randomness is derived from ``rng``
-        (two draws, then CPU torch generators); ``extras`` hold its diagnostics."""
+        ``gamma R(X)`` of Eq. 7. ``rules``: see the module docstring (report in
+        ``extras["rules"]``). The generator's randomness is derived from ``rng``
+        (two draws, then CPU torch generators, then the repair's draws); ``extras`` hold
+        its diagnostics."""
         dev = resolve_device(device)
+        rules = as_rules(rules, domain)
         n_particles = self.n_particles if records is None else int(records)
         seconds: dict[str, float] = {}
         sizes = domain.shape
@@ -239,6 +263,8 @@ class PrivPGDGenerator:
             t1 = time.perf_counter()
             probs = make_consistent(probs, cliques, sizes, iters=self.consistency_iters)
             seconds["consistency"] = time.perf_counter() - t1
+        if rules is not None:
+            probs = [rules.project(p, c, domain) for p, c in zip(probs, marginals.cliques)]
         counts = [quantize(p, n_particles) for p in probs]
         init = None
         if self.init == "marginals":
@@ -267,4 +293,8 @@ class PrivPGDGenerator:
         }
         if penalty is not None:
             extras["constraint_smooth_answer"] = penalty.smooth_answer(Xt)
+        if rules is not None:
+            weights = one_way_measures(probs, cliques, sizes)
+            weights = {a: weights[domain.index(a)] for a in rules.attributes}
+            synth, extras["rules"] = enforce(synth, rules, rng, weights=weights)
         return Generated(synth, extras, seconds)

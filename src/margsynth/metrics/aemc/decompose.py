@@ -37,11 +37,11 @@ import dataclasses
 import multiprocessing as mp
 import os
 import sys
-import time
 from fractions import Fraction
 
 import numpy as np
 
+from ...timing import Stopwatch
 from .flow import integer_network, ortools_min_cost_flow
 from .graph import neighbour_graph
 from .problem import AEMCProblem
@@ -181,7 +181,7 @@ def solve_decomposed(prob: AEMCProblem, *, workers: int | None = None, relax: bo
     ``parallel_min_bins`` bins."""
     if prob.axes is None or prob.allow_negative:
         return None
-    t0 = time.perf_counter()
+    clock = Stopwatch()
     what = prob.label or "AEMC"
     forbid = [i for i, a in enumerate(prob.axes) if a.kind == "forbid" and a.k > 1]
     r = relax_axis(prob) if relax and prob.n_bins >= min_bins else None
@@ -272,4 +272,4 @@ def solve_decomposed(prob: AEMCProblem, *, workers: int | None = None, relax: bo
     cost = float(opt)
     details["exact_cost"] = opt
     return AEMCResult(value=prob.normalise(cost), cost=cost, solver="flow-decomposed",
-                      seconds=time.perf_counter() - t0, q_total=prob.q_total, details=details)
+                      seconds=clock.elapsed(), q_total=prob.q_total, details=details)

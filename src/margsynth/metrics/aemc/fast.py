@@ -18,10 +18,9 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
+from ...timing import Stopwatch
 from .problem import AEMCProblem
 from .result import AEMCResult
 
@@ -51,7 +50,7 @@ def fast_path(prob: AEMCProblem) -> AEMCResult | None:
     """The closed-form optimum when the structure allows, else ``None``."""
     if prob.axes is None:
         return None
-    t0 = time.perf_counter()
+    clock = Stopwatch()
     movable = [i for i, a in enumerate(prob.axes) if a.k > 1 and a.kind != "forbid"]
     P, L, U = prob.p, prob.lower(), prob.upper()
     if not movable:
@@ -65,6 +64,6 @@ def fast_path(prob: AEMCProblem) -> AEMCResult | None:
         kind = "fast-uniform"
     else:
         return None
-    return AEMCResult(value=prob.normalise(cost), cost=cost, solver=kind, seconds=time.perf_counter() - t0,
+    return AEMCResult(value=prob.normalise(cost), cost=cost, solver=kind, seconds=clock.elapsed(),
                       q_total=prob.q_total)
 

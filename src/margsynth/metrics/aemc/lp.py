@@ -17,11 +17,10 @@ inputs the integer flow cannot scale exactly.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import scipy.sparse as sp
 
+from ...timing import Stopwatch
 from .graph import move_arcs
 from .problem import AEMCProblem
 from .result import AEMCResult, Plan
@@ -65,7 +64,7 @@ def solve_lp(prob: AEMCProblem, *, graph: str = "auto", lp_solver: str = "HIGHS"
              **solver_opts) -> AEMCResult:
     """AEMC (Eq. 1) by the LP of §6.1 (see module docstring for ``graph``)."""
     cp = _import_cvxpy()
-    t0 = time.perf_counter()
+    clock = Stopwatch()
     if graph == "auto":
         graph = "neighbour" if prob.axes is not None else "full"
     T = prob.n_bins
@@ -135,6 +134,6 @@ def solve_lp(prob: AEMCProblem, *, graph: str = "auto", lp_solver: str = "HIGHS"
             axis_names=tuple(ax.name for ax in prob.axes) if prob.axes is not None else (),
         )
     return AEMCResult(
-        value=prob.normalise(cost), cost=cost, solver=f"lp-{graph}", seconds=time.perf_counter() - t0,
+        value=prob.normalise(cost), cost=cost, solver=f"lp-{graph}", seconds=clock.elapsed(),
         plan=the_plan, q_total=prob.q_total, details={"lp_solver": used},
     )

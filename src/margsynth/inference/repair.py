@@ -1,0 +1,275 @@
+"""Synthetic records made to obey rules (:mod:`margsynth.rules`): rejection and conditional repair.
+
+Generators enforce rules first where their model can hold them exactly (Private-PGM's
+structural zeros, :func:`~margsynth.inference.pgm.estimate` with ``rules``); what is left
+— rules a model could not hold, or generators without such a model (GUM, PrivPGD, RAP,
+GEM, Private-GSD) — is enforced on the records here, keeping their number:
+
+* :func:`reject` — records that break a rule are drawn again, whole, from the generator's
+  own distribution (a fitted graphical model's i.i.d. ancestral sampling; RAP's and GEM's
+  mixture of product distributions), until none breaks one or ``max_rounds`` rounds have
+  passed. A record that survives is a draw from that distribution *conditioned on the
+  rules*: rejection sampling (von Neumann, "Various techniques used in connection with
+  random digits", NBS Applied Mathematics Series 12, 1951) is exact conditioning, so this
+  is the right repair when the generator has such a distribution and it gives the allowed
+  records most of its mass.
+* :func:`repair` — the attributes ``A`` of the broken rules of each offending record are
+  drawn again from their conditional distribution given the record's other attributes,
+  under every rule that mentions them and independent per-attribute weights (e.g. the
+  mechanism's noisy one-way marginals): ``P(x_A | x_rest) ∝ prod_{a in A} w_a(x_a) *
+  prod_{rules r touching A} allowed_r(x_r)``. This is exact sampling from a small table
+  (beyond :data:`TABLE_CELLS` cells, one attribute at a time from its marginal by variable
+  elimination: Koller & Friedman, *Probabilistic Graphical Models*, 2009, §9.3), so one
+  pass repairs every record: the rules that do not touch ``A`` held before and are
+  unchanged, those that do are enforced by the draw. When a record's other attributes
+  leave no allowed value for ``A`` (a further rule pins them), ``A`` is widened by the
+  attributes of the rules that touch it and the draw repeated — at worst over a whole
+  connected group of rules, which some assignment satisfies because the rule set was
+  checked satisfiable (:meth:`~margsynth.rules.RuleSet.check`). Only the offending records
+  change, and in them only the attributes the rules need; the others keep the generator's
+  values. It is a simple form of the edit-and-imputation step of statistical data editing
+  (Fellegi & Holt, "A systematic approach to automatic edit and imputation", JASA 71,
+  1976, who change a minimal set of fields; here every field of the failed rules).
+* :func:`enforce` — :func:`reject` when a distribution to draw from is given, :func:`repair`
+  for whatever is left, then the final check (``RuntimeError`` if a record still breaks a
+  rule: a bug).
+
+Every draw comes from the ``rng`` passed in, in a fixed order (same ``rng`` state, same
+records). Enforcing public rules is post-processing: no privacy budget.
+"""
+
+from __future__ import annotations
+
+import math
+import string
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from ..dataset import Dataset, _smallest_int_dtype
+from ..rules import RuleSet
+
+__all__ = ["MAX_REJECTION_ROUNDS", "enforce", "one_way_weights", "reject", "repair"]
+
+#: :func:`reject` stops after this many rounds (then :func:`repair` takes the rest).
+MAX_REJECTION_ROUNDS = 20
+#: Share of a weight vector's mass given to every value (so a value of weight 0 stays
+#: possible when the rules leave nothing else).
+WEIGHT_FLOOR = 1e-9
+#: :func:`repair` builds the conditional table over the redrawn attributes when it has at
+#: most this many cells; beyond, it draws them one at a time by variable elimination.
+TABLE_CELLS = 1 << 20
+
+
+def one_way_weights(data: Dataset, attrs: Any) -> dict[str, np.ndarray]:
+    """The one-way marginals (counts) of ``data`` over ``attrs``: :func:`repair`'s default weights."""
+    return {a: data.marginal((a,)).astype(np.float64) for a in attrs}
+
+
+def _normalised(w: np.ndarray, size: int, attr: str) -> np.ndarray:
+    w = np.asarray(w, dtype=np.float64).ravel()
+    if w.shape != (size,):
+        raise ValueError(f"weights of {attr!r} have {w.size} entries, the attribute has {size} values")
+    w = np.where(np.isfinite(w) & (w > 0), w, 0.0)
+    s = w.sum()
+    w = w / s if s > 0 else np.full(size, 1.0 / size)
+    w = w + WEIGHT_FLOOR / size
+    return w / w.sum()
+
+
+def _no_changes(rules: RuleSet) -> dict[str, Any]:
+    return {"broken": {n: 0 for n in rules.names}, "repaired": 0, "widened": 0, "resampled": {}}
+
+
+def repair(
+    data: Dataset,
+    rules: RuleSet,
+    rng: np.random.Generator,
+    *,
+    weights: Mapping[str, np.ndarray] | None = None,
+) -> tuple[Dataset, dict[str, Any]]:
+    """Every record of ``data`` that breaks a rule gets the attributes of its broken rules
+    drawn again from their conditional given its other attributes (module docstring);
+    returns the records (same number, same order) and a report: ``broken`` (per rule, the
+    records that broke it), ``repaired`` (records changed), ``widened`` (records whose
+    redrawn attributes had to grow) and ``resampled`` (per attribute, the records that
+    had it redrawn). ``weights``: per attribute a vector over its values (default: the
+    one-way marginals of ``data`` itself), normalised, every value kept possible."""
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be an explicit numpy.random.Generator, got {type(rng).__name__}")
+    dom = data.domain
+    rules.validate(dom)
+    broken = rules.broken(data)
+    bad = np.flatnonzero(broken.any(axis=1))
+    report = _no_changes(rules)
+    report["broken"] = {n: int(c) for n, c in zip(rules.names, broken.sum(axis=0))}
+    if not bad.size:
+        return data, report
+    attrs = rules.attributes
+    raw = one_way_weights(data, attrs) if weights is None else weights
+    missing = [a for a in attrs if a not in raw]
+    if missing:
+        raise ValueError(f"weights: no vector for the rule attribute(s) {missing}")
+    w = {a: _normalised(raw[a], dom[a].size, a) for a in attrs}
+    codes = np.array(data.codes, dtype=np.int64)
+    resampled: dict[str, int] = {}
+    # the work list: (attributes to redraw, records); first, records grouped by the pattern
+    # of the rules they break (patterns in sorted order: deterministic)
+    patterns, inverse = np.unique(broken[bad], axis=0, return_inverse=True)
+    inverse = inverse.ravel()
+    queue: list[tuple[tuple[str, ...], np.ndarray]] = []
+    for k, pat in enumerate(patterns):
+        redraw = {a for r, hit in zip(rules, pat) if hit for a in r.attrs}
+        queue.append((tuple(a for a in dom.names if a in redraw), bad[inverse == k]))
+    widened = 0
+    while queue:
+        redraw, rows = queue.pop(0)
+        touching = [r for r in rules if set(r.attrs) & set(redraw)]
+        context = tuple(a for a in dom.names if a not in redraw and any(a in r.attrs for r in touching))
+        if context:
+            keys, group = np.unique(codes[np.ix_(rows, [dom.index(a) for a in context])], axis=0, return_inverse=True)
+            group = group.ravel()
+        else:
+            keys, group = np.zeros((1, 0), dtype=np.int64), np.zeros(rows.size, dtype=np.int64)
+        wider = tuple(a for a in dom.names if a in redraw or a in context)
+        for g, key in enumerate(keys):
+            members = rows[group == g]
+            fixed = dict(zip(context, (int(v) for v in key)))
+            factors = _conditional_factors(redraw, fixed, touching, w)
+            drawn = _draw(redraw, factors, dom, members.size, rng)
+            if drawn is None:  # no allowed value of ``redraw`` given ``fixed``: widen
+                if not context:
+                    raise RuntimeError(f"rules {[r.name for r in touching]} cannot hold together; they were not checked")
+                widened += members.size
+                queue.append((wider, members))
+                continue
+            for j, a in enumerate(redraw):
+                codes[members, dom.index(a)] = drawn[:, j]
+                resampled[a] = resampled.get(a, 0) + int(members.size)
+    report.update(repaired=int(bad.size), widened=widened, resampled=dict(sorted(resampled.items())))
+    out = codes.astype(_smallest_int_dtype(max(dom.shape, default=1)))
+    return Dataset._trusted(out, dom, data.weights), report
+
+
+def _conditional_factors(
+    redraw: tuple[str, ...], fixed: dict[str, int], touching: list, w: dict[str, np.ndarray]
+) -> list[tuple[tuple[str, ...], np.ndarray]]:
+    """The factors of ``P(x_redraw | fixed)``: one weight vector per redrawn attribute and
+    each touching rule's table sliced at the fixed values (non-negative floats)."""
+    factors = [((a,), w[a]) for a in redraw]
+    for r in touching:
+        index = tuple(fixed[a] if a in fixed else slice(None) for a in r.attrs)
+        factors.append((tuple(a for a in r.attrs if a not in fixed), r.allowed[index].astype(np.float64)))
+    return factors
+
+
+def _einsum(factors: list[tuple[tuple[str, ...], np.ndarray]], out: tuple[str, ...]) -> np.ndarray:
+    """Sum over every other attribute of the product of ``factors``, axes ``out``."""
+    names = list(dict.fromkeys(a for attrs, _ in factors for a in attrs))
+    if len(names) > len(string.ascii_letters):
+        raise ValueError(f"repair: {len(names)} attributes redrawn at once (at most 52)")
+    letter = {a: string.ascii_letters[i] for i, a in enumerate(names)}
+    sub = ",".join("".join(letter[a] for a in attrs) for attrs, _ in factors) + "->" + "".join(letter[a] for a in out)
+    return np.einsum(sub, *[t for _, t in factors], optimize=len(factors) > 2)
+
+
+def _pick(p: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """``k`` draws of an index with probabilities proportional to ``p`` (>= 0, positive sum),
+    by inverse CDF; a drawn index always has positive weight."""
+    cdf = np.cumsum(p)
+    idx = np.searchsorted(cdf, rng.random(k) * cdf[-1], side="right")
+    last = int(np.flatnonzero(p > 0)[-1])
+    return np.minimum(idx, last)
+
+
+def _draw(
+    redraw: tuple[str, ...], factors: list, dom, k: int, rng: np.random.Generator
+) -> np.ndarray | None:
+    """``k`` draws of the attributes ``redraw`` from the product of ``factors`` (an array of
+    ``k`` rows, one column per attribute), or ``None`` when the product is 0 everywhere."""
+    shape = tuple(dom[a].size for a in redraw)
+    if math.prod(shape) <= TABLE_CELLS:
+        table = _einsum(factors, redraw).ravel()
+        if not table.sum() > 0:
+            return None
+        return np.stack(np.unravel_index(_pick(table, k, rng), shape), axis=1)
+    # large: one attribute at a time (its marginal by variable elimination), record by record
+    if not _einsum(factors, ()).sum() > 0:
+        return None
+    out = np.empty((k, len(redraw)), dtype=np.int64)
+    for i in range(k):
+        fs = list(factors)
+        for j, a in enumerate(redraw):
+            marg = _einsum(fs, (a,))
+            v = int(_pick(marg, 1, rng)[0])
+            out[i, j] = v
+            fs = [(tuple(b for b in attrs if b != a), t[tuple(v if b == a else slice(None) for b in attrs)])
+                  for attrs, t in fs]  # fmt: skip
+    return out
+
+
+def reject(
+    data: Dataset,
+    rules: RuleSet,
+    draw: Callable[[int], Dataset],
+    *,
+    max_rounds: int = MAX_REJECTION_ROUNDS,
+) -> tuple[Dataset, dict[str, Any]]:
+    """Records of ``data`` that break a rule are replaced by fresh i.i.d. draws ``draw(k)``
+    (``k`` records over ``data``'s domain from the generator's distribution, e.g. a model's
+    :meth:`~margsynth.inference.pgm.GraphicalModel.synthetic_data` with ``method="sample"``),
+    round after round, until none breaks one or after ``max_rounds`` rounds (module
+    docstring). Returns the records and a report: ``rejected`` (draws thrown away),
+    ``rounds`` and ``left`` (records still breaking a rule)."""
+    dom = data.domain
+    bad = np.flatnonzero(rules.broken(data).any(axis=1))
+    codes = np.array(data.codes)
+    rejected = rounds = 0
+    while bad.size and rounds < max_rounds:
+        rounds += 1
+        rejected += int(bad.size)
+        fresh = draw(int(bad.size))
+        if fresh.domain != dom or len(fresh) != bad.size:
+            raise ValueError(f"draw({bad.size}) returned {len(fresh)} records over {fresh.domain!r}, expected {dom!r}")
+        codes[bad] = fresh.codes
+        bad = bad[rules.broken(fresh).any(axis=1)]
+    out = Dataset._trusted(codes, dom, data.weights) if rounds else data
+    return out, {"rejected": rejected, "rounds": rounds, "left": int(bad.size)}
+
+
+def enforce(
+    data: Dataset,
+    rules: RuleSet | None,
+    rng: np.random.Generator,
+    *,
+    draw: Callable[[int], Dataset] | None = None,
+    weights: Mapping[str, np.ndarray] | None = None,
+) -> tuple[Dataset, dict[str, Any] | None]:
+    """``data`` made to obey ``rules``: :func:`reject` with ``draw`` (when given), then
+    :func:`repair` (``weights``: its per-attribute weights) for the records still breaking
+    a rule, then the final check — ``RuntimeError`` naming the rule if a record still
+    breaks one. Returns the records (same number) and a report (``None`` without rules):
+    ``broken`` (per rule, records breaking it as generated), ``rejected``,
+    ``rejection_rounds``, ``repaired``, ``widened``, ``resampled`` and ``violations`` (per
+    rule, 0)."""
+    if rules is None or not len(rules):
+        return data, None
+    broken = rules.violations(data)
+    rej: dict[str, Any] = {"rejected": 0, "rounds": 0}
+    if draw is not None and any(broken.values()):
+        data, rej = reject(data, rules, draw)
+    data, rep = repair(data, rules, rng, weights=weights)
+    violations = rules.violations(data)
+    left = {n: c for n, c in violations.items() if c}
+    if left:
+        raise RuntimeError(f"records still break rules after the repair: {left}")
+    return data, {
+        "broken": broken,
+        "rejected": rej["rejected"],
+        "rejection_rounds": rej["rounds"],
+        "repaired": rep["repaired"],
+        "widened": rep["widened"],
+        "resampled": rep["resampled"],
+        "violations": violations,
+    }
