@@ -102,6 +102,9 @@ CHUNK_ROWS = 1_000_000
 #: Synthetic records generated, decoded and written at a time. Fixed, so that the output's
 #: bytes do not depend on the reading chunk size.
 GENERATE_BLOCK = 250_000
+#: The largest block of CSV text parsed at a time (a chunk of more rows is read in several):
+#: pyarrow parses a block and reads the next ahead, so this bounds the text held at once.
+BLOCK_BYTES = 32 * 2**20
 _CSV = (".csv",)
 _PARQUET = (".parquet", ".pq")
 
@@ -235,10 +238,11 @@ class TableSource:
         if self.kind == "parquet":
             yield from pq.ParquetFile(f).iter_batches(batch_size=self.chunk_rows)
             return
-        block = int(min(max(self.chunk_rows * self.bytes_per_row() * 1.1, 1 << 16), 1 << 30))
+        block = int(min(max(self.chunk_rows * self.bytes_per_row() * 1.1, 1 << 16), BLOCK_BYTES))
         reader = pacsv.open_csv(
             f,
-            read_options=pacsv.ReadOptions(block_size=block, column_names=self.columns, skip_rows=1, encoding="utf8"),
+            read_options=pacsv.ReadOptions(block_size=block, column_names=self.columns, skip_rows=1, encoding="utf8",
+                                           use_threads=False),
             parse_options=pacsv.ParseOptions(newlines_in_values=True),
             convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in self.columns},
                                                  strings_can_be_null=False, quoted_strings_can_be_null=False),
