@@ -271,36 +271,31 @@ def _run_raw(
         clock = Stopwatch()
         synthetic, report = prepared.run(seed)
         wall = clock.elapsed()
-        result = report["result"]
-        side = sidecar(report)
-        ledger = side.pop("ledger")
-        side["epsilon_spent"] = side.pop("epsilon")  # the keys of every synth sidecar
-        side["ledger"] = ledger["charges"]
-        side["budget"] = {**{k: v for k, v in ledger.items() if k != "charges"}, **side.get("budget", {})}
-        side.update(
-            {
-                "registry_name": mechanism,
-                "dataset": dataset,
-                "schema": schema,
-                "records": int(len(synthetic)),
-                "epsilon_requested": epsilon,
-                "delta_requested": delta,
-                "seed": seed,
-                "data_source": "real",
-                "input_sha256": sha,
-                "wall_seconds": wall,
-                "margsynth_version": __version__,
-            }
-        )
-        writers = []
-        if model_path is not None:
-            blob = model_bytes(result, dict(side), None, encoder=report["encoder"])
-            side["saved_model"] = {"path": str(model_path), "sha256": hashlib.sha256(blob).hexdigest()}
-            writers.append(lambda tmp: tmp.write_bytes(blob))
-        text = dumps_strict(json.loads(json.dumps(side, default=_json_default)), prog="margsynth synth", indent=2)
+        side, text, writers = _raw_outputs(report, model_path, {
+            "registry_name": mechanism, "dataset": dataset, "schema": schema, "records": int(len(synthetic)),
+            "epsilon_requested": epsilon, "delta_requested": delta, "seed": seed, "data_source": "real",
+            "input_sha256": sha, "wall_seconds": wall, "margsynth_version": __version__})  # fmt: skip
         table = encoder_of(report).to_text(synthetic)  # decimals, integers and null tokens as the input
         pair.commit(lambda tmp: table.to_csv(tmp, index=False), lambda tmp: tmp.write_text(text), *writers)
     return side
+
+
+def _raw_outputs(report: dict, model_path: Path | None, about: dict) -> tuple[dict, str, list]:
+    """The sidecar of a raw-table run (the keys of every synth sidecar, the report's
+    sections and ``about``), its JSON text, and the saved model's writer when asked for."""
+    side = sidecar(report)
+    ledger = side.pop("ledger")
+    side["epsilon_spent"] = side.pop("epsilon")  # the keys of every synth sidecar
+    side["ledger"] = ledger["charges"]
+    side["budget"] = {**{k: v for k, v in ledger.items() if k != "charges"}, **side.get("budget", {})}
+    side.update(about)
+    writers = []
+    if model_path is not None:
+        blob = model_bytes(report["result"], dict(side), None, encoder=report["encoder"])
+        side["saved_model"] = {"path": str(model_path), "sha256": hashlib.sha256(blob).hexdigest()}
+        writers.append(lambda tmp: tmp.write_bytes(blob))
+    text = dumps_strict(json.loads(json.dumps(side, default=_json_default)), prog="margsynth synth", indent=2)
+    return side, text, writers
 
 
 #: A raw CSV larger than this (bytes) is read in chunks (:mod:`margsynth.tabular.stream`).
@@ -354,21 +349,10 @@ def _run_stream(mechanism: str, dataset: str, schema: str, *, epsilon: float, de
         finally:
             writer.close()
         wall = clock.elapsed()
-        result = report["result"]
-        side = sidecar(report)
-        ledger = side.pop("ledger")
-        side["epsilon_spent"] = side.pop("epsilon")
-        side["ledger"] = ledger["charges"]
-        side["budget"] = {**{k: v for k, v in ledger.items() if k != "charges"}, **side.get("budget", {})}
-        side.update({"registry_name": mechanism, "dataset": dataset, "schema": schema, "epsilon_requested": epsilon,
-                     "delta_requested": delta, "seed": seed, "data_source": "real", "input_sha256": sha,
-                     "wall_seconds": wall, "margsynth_version": __version__})  # fmt: skip
-        writers = []
-        if model_path is not None:
-            blob = model_bytes(result, dict(side), None, encoder=report["encoder"])
-            side["saved_model"] = {"path": str(model_path), "sha256": hashlib.sha256(blob).hexdigest()}
-            writers.append(lambda tmp: tmp.write_bytes(blob))
-        text = dumps_strict(json.loads(json.dumps(side, default=_json_default)), prog="margsynth synth", indent=2)
+        side, text, writers = _raw_outputs(report, model_path, {
+            "registry_name": mechanism, "dataset": dataset, "schema": schema, "epsilon_requested": epsilon,
+            "delta_requested": delta, "seed": seed, "data_source": "real", "input_sha256": sha, "wall_seconds": wall,
+            "margsynth_version": __version__})  # fmt: skip
         pair.commit(lambda tmp: None, lambda tmp: tmp.write_text(text), *writers)  # the table is in its temporary
     return side
 

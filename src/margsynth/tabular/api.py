@@ -183,6 +183,18 @@ class PreparedRun:
             synthetic, left = repair_values(synthetic, self.schema, self.rules, encoder, result.synthetic.codes, rng)
             rule_report = {"compiled": [] if compiled is None else list(compiled.names), "violations": left}
         synthetic = synthetic[[str(c) for c in self.df.columns if str(c) in self.schema.names]]  # the table's order
+        report = self.report(result, prep, encoder, ledger, budget, seed, len(synthetic),
+                             {"preprocessing": t_pre, **result.seconds, "total": clock.elapsed()})  # fmt: skip
+        if self.rules:
+            report["rules"] = rule_report
+        return synthetic, report
+
+
+    def report(self, result, prep: dict[str, Any], encoder: Encoder, ledger: BudgetLedger, budget: BudgetLedger,
+               seed: int, records: int, seconds: dict[str, float]) -> dict[str, Any]:  # fmt: skip
+        """The report of :meth:`run` (see :func:`synthesize`) from what the run made; refuses
+        a spend over the requested (ε, δ) (by construction, never)."""
+        delta_conv, delta_cat = self.deltas()
         eps_spent, _ = ledger.spent_dp()
         delta_spent = delta_conv + (math.exp(eps_spent) * delta_cat if delta_cat else 0.0)
         report: dict[str, Any] = {
@@ -191,7 +203,7 @@ class PreparedRun:
             "epsilon": float(eps_spent),
             "delta": float(delta_spent),
             "requested": {"epsilon": self.epsilon, "delta": self.delta},
-            "records": len(synthetic),
+            "records": int(records),
             "seed": int(seed),
             "preprocessing": {**prep, "preprocessing_share": prep["rho"] / ledger.total if self.preprocessing_share is None
                               or not self.discovers else self.preprocessing_share},  # fmt: skip
@@ -205,17 +217,15 @@ class PreparedRun:
                 "delta = delta_conversion + exp(epsilon) * delta_categories",
             },  # fmt: skip
             "ledger": ledger.to_dict(),
-            "seconds": {"preprocessing": t_pre, **result.seconds, "total": clock.elapsed()},
+            "seconds": seconds,
             "encoder": encoder.to_dict(),
             "result": result,
         }
-        if self.rules:
-            report["rules"] = rule_report
         if report["delta"] > self.delta or report["epsilon"] > self.epsilon:  # pragma: no cover - by construction
             raise RuntimeError(
                 f"spent ({report['epsilon']!r}, {report['delta']!r}) exceeds ({self.epsilon!r}, {self.delta!r})"
             )
-        return synthetic, report
+        return report
 
 
 def _validate_extremes(run: PreparedRun) -> None:

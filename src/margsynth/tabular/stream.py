@@ -42,7 +42,6 @@ are numpy's ``bincount`` over codes) and a second in-memory format to convert fr
 
 from __future__ import annotations
 
-import csv
 import math
 import re
 import shutil
@@ -61,7 +60,7 @@ import pyarrow.compute as pac
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from ..data.loaders import read_raw_csv
+from ..data.loaders import read_csv_header, read_raw_csv
 from ..dataset import Dataset, _smallest_int_dtype
 from ..domain import Domain
 from ..mechanisms import registry
@@ -129,21 +128,6 @@ def write_kind(path: str | Path) -> str:
     return "parquet" if Path(path).suffix.lower() in _PARQUET else "csv"
 
 
-def _csv_header(path: Path) -> list[str]:
-    """The header of a raw CSV, checked as :func:`margsynth.data.loaders.read_raw_csv` checks it."""
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        header = next(csv.reader(fh), None)
-    if not header:
-        raise ValueError(f"{path}: no header row; expected a CSV whose first row names the columns")
-    for i, name in enumerate(header):
-        if not name.strip():
-            raise ValueError(f"{path}: column {i + 1} of the header has no name; expected every column named")
-    dup = sorted({n for n in header if header.count(n) > 1})
-    if dup:
-        raise ValueError(f"{path}: the header names column(s) {dup} more than once; expected each column once")
-    return header
-
-
 def _cells(array: pa.Array | pa.ChunkedArray, dtype: Any) -> Cells:
     """A column of a chunk as its distinct cells (first-occurrence order; a null is a cell)
     and each row's index into them."""
@@ -202,7 +186,7 @@ class TableSource:
             self.files = [self.path]
         try:
             if kind == "csv":
-                heads = [_csv_header(f) for f in self.files]
+                heads = [read_csv_header(f) for f in self.files]
                 self.dtypes = {c: pd.StringDtype(na_value=np.nan) for c in heads[0]}
             else:
                 schemas = [pq.read_schema(f) for f in self.files]
@@ -759,7 +743,7 @@ class StreamingRun(PreparedRun):
         seed = check_seed(seed)
         clock = Stopwatch()
         ledger = self.ledger()
-        delta_conv, delta_cat = self.deltas()
+        _, delta_cat = self.deltas()
         rng = np.random.default_rng(int(seed))
         encoder, prep = fit_tallies(self.schema, self.scanned.tallies, self.scanned.dtypes, self.scanned.left_out,
                                     self._distribution, ledger=ledger, rng=rng, share=self.preprocessing_share,
@@ -786,39 +770,14 @@ class StreamingRun(PreparedRun):
             text = encoder.to_text(frame)[order] if write is not None else frame
             (write or kept.append)(text)
         t_gen = clock.elapsed() - t_gen
-        eps_spent, _ = ledger.spent_dp()
-        delta_spent = delta_conv + (math.exp(eps_spent) * delta_cat if delta_cat else 0.0)
-        report: dict[str, Any] = {
-            "mechanism": self.mechanism_name,
-            "parameters": {**result.parameters, "synthetic_records": self.records},
-            "epsilon": float(eps_spent),
-            "delta": float(delta_spent),
-            "requested": {"epsilon": self.epsilon, "delta": self.delta},
-            "records": n,
-            "seed": int(seed),
-            "preprocessing": {**prep, "preprocessing_share": prep["rho"] / ledger.total if self.preprocessing_share is None
-                              or not self.discovers else self.preprocessing_share},  # fmt: skip
-            "mechanism_budget": {"currency": budget.currency, "total": budget.total, "spent": budget.spent},
-            "budget": {
-                "rho_total": ledger.total,
-                "rho_spent": ledger.spent,
-                "delta_conversion": delta_conv,
-                "delta_categories": delta_cat,
-                "composition": "epsilon from the total rho at delta_conversion; "
-                "delta = delta_conversion + exp(epsilon) * delta_categories",
-            },  # fmt: skip
-            "ledger": ledger.to_dict(),
-            "seconds": {"preprocessing": t_pre, "encode": t_encode, **result.seconds, "write": t_gen,
-                        "total": clock.elapsed()},  # fmt: skip
-            "encoder": encoder.to_dict(),
-            "stream": {"rows": self.rows, "chunk_rows": getattr(self.table, "chunk_rows", None),
-                       "engine": "dask" if isinstance(self.table, DaskTable) else self.table.kind,
-                       "counting_passes": data.passes, "blocks": len(blocks), "block_records": GENERATE_BLOCK,
-                       "memory_plan_mb": dict(self.memory)},  # fmt: skip
-            "result": result,
-        }
-        if report["delta"] > self.delta or report["epsilon"] > self.epsilon:  # pragma: no cover - by construction
-            raise RuntimeError(f"spent ({report['epsilon']!r}, {report['delta']!r}) exceeds ({self.epsilon!r}, {self.delta!r})")
+        report = self.report(result, prep, encoder, ledger, budget, seed, n,
+                             {"preprocessing": t_pre, "encode": t_encode, **result.seconds, "write": t_gen,
+                              "total": clock.elapsed()})  # fmt: skip
+        report["parameters"] = {**result.parameters, "synthetic_records": self.records}
+        report["stream"] = {"rows": self.rows, "chunk_rows": getattr(self.table, "chunk_rows", None),
+                            "engine": "dask" if isinstance(self.table, DaskTable) else self.table.kind,
+                            "counting_passes": data.passes, "blocks": len(blocks), "block_records": GENERATE_BLOCK,
+                            "memory_plan_mb": dict(self.memory)}  # fmt: skip
         if write is not None:
             return None, report
         return (pd.concat(kept, ignore_index=True) if len(kept) > 1 else kept[0]), report
