@@ -38,7 +38,7 @@ entries set to zero (Sparse Adam), lr 0.1 with step decay x0.75 every 50 epochs.
 Not stated in the paper and taken from the authors' code: Adam betas (0.9, 0.999),
 particles initialised uniformly on [0,1]^d (``init="uniform"``; ``"marginals"`` is an
 option of ours) and clipped to it after every step,
-sigmoid sharpness 5 and the penalty's form (see :mod:`.constraints`).
+sigmoid sharpness 5 and the penalty's form (see :mod:`~margsynth.inference.privpgd.constraints`).
 
 Ours, not the paper's, off in the ``default`` preset: ``consistency=True`` rakes the
 projected measures to one consensus 1-way marginal per attribute before quantization
@@ -54,7 +54,7 @@ precomputed once) and particle ranks from a bucketed counting sort
 are dropped independently with probability ``drop_fraction`` (the authors zero exactly
 that fraction by a random permutation); the penalty strength ``gamma`` multiplies
 ``R`` in Eq. 7 with the particle-scaled gradient (authors' ``scale_reg = gamma N / 100``,
-see :mod:`.constraints`). The evaluation metrics (Eq. 9-11) live in
+see :mod:`~margsynth.inference.privpgd.constraints`). The evaluation metrics (Eq. 9-11) live in
 :mod:`margsynth.metrics.evaluation`. Privacy: the
 project's neighbouring relation is add/remove-one (sensitivity 1 for the stacked,
 normalised marginal query), accounted in zCDP and converted to (eps, delta).

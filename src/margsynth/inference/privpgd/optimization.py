@@ -6,7 +6,7 @@ Particles ``X = (x_1, ..., x_N)``, ``x_i in [0, 1]^d``, minimise
 
 where ``X_C`` is the empirical measure of the particles' coordinates in clique ``C``,
 ``nu_C`` the quantized projected marginal (Eq. 6, ``N`` atoms) and ``R`` an optional
-differentiable penalty (:mod:`.constraints`). For a direction ``theta`` the 1-D
+differentiable penalty (:mod:`~margsynth.inference.privpgd.constraints`). For a direction ``theta`` the 1-D
 distance has the sorting closed form (Eq. 8)
 ``W_2^2 = (1/N) sum_r (z_(r) - t_(r))^2``, ``z_i = <x_i,C, theta>``, ``t`` the sorted
 projected atoms of ``nu_C``, so the gradient for particle ``i`` is
