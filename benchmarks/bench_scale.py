@@ -168,11 +168,6 @@ def schema() -> dict:
 
 def run_synth(dataset: Path, schema_path: Path, out: Path, extra: list[str]) -> tuple[float, float, dict]:
     """``margsynth synth mst`` in a child process: (wall seconds, peak RSS MiB, sidecar)."""
-    return _run(dataset, schema_path, out, extra)
-
-
-def _run(dataset: Path, schema_path: Path, out: Path, extra: list[str]) -> tuple[float, float, dict]:
-    """``margsynth synth mst`` in a child process: (wall seconds, peak RSS MiB, sidecar)."""
     cmd = [sys.executable, "-m", "margsynth", "synth", "mst", "--dataset", str(dataset), "--schema", str(schema_path),
            "--epsilon", "1", "--delta", "1e-9", "--seed", "0", "--out", str(out), "--chunk-rows", str(CHUNK),
            *extra]  # fmt: skip
