@@ -127,22 +127,33 @@ def chunk(model: dict, seed: int, index: int, rows: int) -> pa.Table:
 def write_table(path: Path, rows: int, fmt: str, seed: int = 0) -> None:
     """The table of ``seed`` with ``rows`` rows: one CSV file, or a folder of Parquet parts
     (one per 10M rows)."""
+    write_tables({fmt: path}, rows, seed)
+
+
+def write_tables(paths: dict[str, Path], rows: int, seed: int = 0) -> None:
+    """The table of ``seed`` with ``rows`` rows in each format of ``paths`` at once (one
+    draw): ``"csv"`` one file, ``"parquet"`` a folder of parts of 10M rows (row groups of
+    1M)."""
     model = _model()
-    if fmt == "csv":
-        with pacsv.CSVWriter(path, pa.schema([(c, pa.string()) for c in COLUMNS])) as w:
-            for i, lo in enumerate(range(0, rows, CHUNK)):
-                w.write_table(chunk(model, seed, i, min(CHUNK, rows - lo)))
-        return
-    path.mkdir(parents=True, exist_ok=True)
-    writer, part = None, -1
+    text = pa.schema([(c, pa.string()) for c in COLUMNS])
+    csv_writer = pacsv.CSVWriter(paths["csv"], text) if "csv" in paths else None
+    pq_writer, part = None, -1
+    if "parquet" in paths:
+        paths["parquet"].mkdir(parents=True, exist_ok=True)
     for i, lo in enumerate(range(0, rows, CHUNK)):
-        if lo // 10_000_000 != part:
-            if writer is not None:
-                writer.close()
-            part = lo // 10_000_000
-            writer = pq.ParquetWriter(path / f"part-{part:03d}.parquet", pa.schema([(c, pa.string()) for c in COLUMNS]))
-        writer.write_table(chunk(model, seed, i, min(CHUNK, rows - lo)), row_group_size=CHUNK)
-    writer.close()
+        table = chunk(model, seed, i, min(CHUNK, rows - lo))
+        if csv_writer is not None:
+            csv_writer.write_table(table)
+        if "parquet" in paths:
+            if lo // 10_000_000 != part:
+                if pq_writer is not None:
+                    pq_writer.close()
+                part = lo // 10_000_000
+                pq_writer = pq.ParquetWriter(paths["parquet"] / f"part-{part:03d}.parquet", text)
+            pq_writer.write_table(table, row_group_size=CHUNK)
+    for w in (csv_writer, pq_writer):
+        if w is not None:
+            w.close()
 
 
 def schema() -> dict:
@@ -199,26 +210,28 @@ def main() -> None:
           f"{os.cpu_count()} CPUs", flush=True)  # fmt: skip
     rows_out = []
     for n in args.sizes:
+        data = {fmt: args.workdir / (f"t{n}.csv" if fmt == "csv" else f"t{n}") for fmt in args.formats}
+        t = time.perf_counter()
+        write_tables(data, n)
+        made = time.perf_counter() - t
+        print(f"{n:>11,} rows: tables written in {made:.0f} s ({', '.join(args.formats)})", flush=True)
         for fmt in args.formats:
-            data = args.workdir / (f"t{n}.csv" if fmt == "csv" else f"t{n}")
-            t = time.perf_counter()
-            write_table(data, n, fmt)
-            made = time.perf_counter() - t
             out = args.workdir / f"out{n}.{fmt}"
             extra = ["-p", f"synthetic_records={args.records}"] if args.records else []
-            wall, rss, side = run_synth(data, schema_path, out, extra)
+            wall, rss, side = run_synth(data[fmt], schema_path, out, extra)
             sec = side["seconds"]
-            line = (f"{n:>11,} rows {fmt:>7}: {wall:8.1f} s, peak RSS {rss:8.1f} MiB (table written in {made:.0f} s; "
-                    f"{side['records']:,} records; passes {side['stream']['counting_passes']}, discovery "
-                    f"{sec['preprocessing']:.0f} s, encode {sec['encode']:.0f} s, select {sec['select']:.0f} s, generate "
-                    f"{sec['generate']:.0f} s, write {sec['write']:.0f} s), load {os.getloadavg()[0]:.2f}")  # fmt: skip
+            line = (f"{n:>11,} rows {fmt:>7}: {wall:8.1f} s, peak RSS {rss:8.1f} MiB ({side['records']:,} records; "
+                    f"passes {side['stream']['counting_passes']}; check+discovery+encode {sec['preprocessing']:.0f}+"
+                    f"{sec['encode']:.0f} s, select {sec['select']:.0f} s, generate {sec['generate']:.0f} s, write "
+                    f"{sec['write']:.0f} s), load {os.getloadavg()[0]:.2f}")  # fmt: skip
             print(line, flush=True)
             rows_out.append((n, fmt, wall, rss))
             if args.score and n == 10_000_000 and fmt == args.formats[0]:
                 score(args.workdir, schema_path, out, extra)
-            if not args.keep:
-                shutil.rmtree(data, ignore_errors=True) if data.is_dir() else data.unlink(missing_ok=True)
-                out.unlink(missing_ok=True)
+            out.unlink(missing_ok=True)
+        if not args.keep:
+            for path in data.values():
+                shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
     print("\nrows,format,seconds,peak_rss_mib")
     for n, fmt, wall, rss in rows_out:
         print(f"{n},{fmt},{wall:.1f},{rss:.1f}")

@@ -101,8 +101,8 @@ CHUNK_ROWS = 1_000_000
 #: Synthetic records generated, decoded and written at a time. Fixed, so that the output's
 #: bytes do not depend on the reading chunk size.
 GENERATE_BLOCK = 250_000
-#: The largest block of CSV text parsed at a time (a chunk of more rows is read in several):
-#: pyarrow parses a block and reads the next ahead, so this bounds the text held at once.
+#: The largest piece of CSV text parsed at a time (a chunk of more rows is read in several):
+#: it bounds the text held at once.
 BLOCK_BYTES = 32 * 2**20
 _CSV = (".csv",)
 _PARQUET = (".parquet", ".pq")
@@ -126,6 +126,33 @@ def table_kind(path: str | Path) -> str | None:
 def write_kind(path: str | Path) -> str:
     """The format an output path is written in: Parquet for ``.parquet``/``.pq``, else CSV."""
     return "parquet" if Path(path).suffix.lower() in _PARQUET else "csv"
+
+
+def _csv_pieces(path: Path, size: int) -> Iterator[bytes]:
+    """The rows of a CSV after its header, in pieces of about ``size`` bytes that end at a
+    row's end: a newline with an even number of quote characters before it in the piece
+    (a newline inside a quoted cell has an odd number). Read as bytes, so that no more than
+    a piece and the next block are held at once."""
+    with open(path, "rb") as fh:
+        header = fh.readline()
+        while header.count(b'"') % 2 and header.endswith(b"\n"):  # a quoted name holding a newline
+            header += fh.readline()
+        rest = b""
+        while True:
+            block = fh.read(size)
+            buf = rest + block
+            if not block:
+                if buf.strip():
+                    yield buf
+                return
+            cut = buf.rfind(b"\n")
+            while cut >= 0 and buf.count(b'"', 0, cut) % 2:
+                cut = buf.rfind(b"\n", 0, cut)
+            if cut < 0:  # no row ends in it yet: read on
+                rest = buf
+                continue
+            yield buf[: cut + 1]
+            rest = buf[cut + 1 :]
 
 
 def _cells(array: pa.Array | pa.ChunkedArray, dtype: Any) -> Cells:
@@ -220,18 +247,19 @@ class TableSource:
 
     def _batches(self, f: Path) -> Iterator[pa.RecordBatch]:
         if self.kind == "parquet":
-            yield from pq.ParquetFile(f).iter_batches(batch_size=self.chunk_rows)
+            pf = pq.ParquetFile(f)
+            for i in range(pf.num_row_groups):  # one row group at a time: memory bounded by its size
+                yield from pf.read_row_group(i).combine_chunks().to_batches(max_chunksize=self.chunk_rows)
             return
         block = int(min(max(self.chunk_rows * self.bytes_per_row() * 1.1, 1 << 16), BLOCK_BYTES))
-        reader = pacsv.open_csv(
-            f,
-            read_options=pacsv.ReadOptions(block_size=block, column_names=self.columns, skip_rows=1, encoding="utf8",
-                                           use_threads=False),
-            parse_options=pacsv.ParseOptions(newlines_in_values=True),
-            convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in self.columns},
-                                                 strings_can_be_null=False, quoted_strings_can_be_null=False),
-        )  # fmt: skip
-        yield from reader
+        opts = {
+            "read_options": pacsv.ReadOptions(column_names=self.columns, encoding="utf8"),
+            "parse_options": pacsv.ParseOptions(newlines_in_values=True),
+            "convert_options": pacsv.ConvertOptions(column_types={c: pa.string() for c in self.columns},
+                                                    strings_can_be_null=False, quoted_strings_can_be_null=False),
+        }  # fmt: skip
+        for piece in _csv_pieces(f, block):
+            yield from pacsv.read_csv(pa.BufferReader(piece), **opts).combine_chunks().to_batches()
 
     def chunks(self) -> Iterator[Chunk]:
         """The table in chunks of at most ``chunk_rows`` rows, in order."""
