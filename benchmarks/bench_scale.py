@@ -177,10 +177,10 @@ def schema() -> dict:
     return {"columns": cols, "null_tokens": ["N"]}
 
 
-def run_synth(dataset: Path, schema_path: Path, out: Path, extra: list[str]) -> tuple[float, float, dict]:
+def run_synth(dataset: Path, schema_path: Path, out: Path, extra: list[str], epsilon: float = 1.0) -> tuple[float, float, dict]:
     """``margsynth synth mst`` in a child process: (wall seconds, peak RSS MiB, sidecar)."""
     cmd = [sys.executable, "-m", "margsynth", "synth", "mst", "--dataset", str(dataset), "--schema", str(schema_path),
-           "--epsilon", "1", "--delta", "1e-9", "--seed", "0", "--out", str(out), "--chunk-rows", str(CHUNK),
+           "--epsilon", str(epsilon), "--delta", "1e-9", "--seed", "0", "--out", str(out), "--chunk-rows", str(CHUNK),
            *extra]  # fmt: skip
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -202,6 +202,7 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=1_000_000,
                     help="synthetic records of every run (-p synthetic_records; 0: the model's estimate, about the "
                     "table's rows); the same for every size, so that the curve is the input's")  # fmt: skip
+    ap.add_argument("--epsilon", type=float, default=1.0, help="epsilon of every run (delta 1e-9)")
     args = ap.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     schema_path = args.workdir / "schema.json"
@@ -218,7 +219,7 @@ def main() -> None:
         for fmt in args.formats:
             out = args.workdir / f"out{n}.{fmt}"
             extra = ["-p", f"synthetic_records={args.records}"] if args.records else []
-            wall, rss, side = run_synth(data[fmt], schema_path, out, extra)
+            wall, rss, side = run_synth(data[fmt], schema_path, out, extra, args.epsilon)
             sec = side["seconds"]
             line = (f"{n:>11,} rows {fmt:>7}: {wall:8.1f} s, peak RSS {rss:8.1f} MiB ({side['records']:,} records; "
                     f"passes {side['stream']['counting_passes']}; check+discovery+encode {sec['preprocessing']:.0f}+"
@@ -227,7 +228,7 @@ def main() -> None:
             print(line, flush=True)
             rows_out.append((n, fmt, wall, rss))
             if args.score and n == 10_000_000 and fmt == args.formats[0]:
-                score(args.workdir, schema_path, out, extra)
+                score(args.workdir, schema_path, out, extra, args.epsilon)
             out.unlink(missing_ok=True)
         if not args.keep:
             for path in data.values():
@@ -246,7 +247,7 @@ def _head(path: Path, rows: int):
         .to_pandas().iloc[:rows]
 
 
-def score(workdir: Path, schema_path: Path, out: Path, extra: list[str]) -> None:
+def score(workdir: Path, schema_path: Path, out: Path, extra: list[str], epsilon: float) -> None:
     """The k-marginal score (SDNist's, :func:`margsynth.metrics.kmarginal.kmarginal_score`)
     of the 10M-row run and of the same run on the table's first 1M rows, each on 1M
     synthetic records against a fresh 1M-row table of the same generator."""
@@ -258,10 +259,11 @@ def score(workdir: Path, schema_path: Path, out: Path, extra: list[str]) -> None
     sample = workdir / "sample1m.csv"
     write_table(sample, 1_000_000, "csv")  # the first 1M rows of the table (chunks 0..)
     out_sample = workdir / "out-sample.csv"
-    run_synth(sample, schema_path, out_sample, extra)
+    run_synth(sample, schema_path, out_sample, extra, epsilon)
     full = kmarginal_score(target, _head(out, 1_000_000)).score
     part = kmarginal_score(target, _head(out_sample, 1_000_000)).score
-    print(f"k-marginal score vs a fresh 1M-row table: 10M-row run {full:.1f}, same run on a 1M-row sample {part:.1f}",
+    print(f"k-marginal score (epsilon {epsilon:g}) vs a fresh 1M-row table: 10M-row run {full:.1f}, same run on a "
+          f"1M-row sample {part:.1f}",
           flush=True)  # fmt: skip
     for p in (target_path, sample, out_sample):
         p.unlink(missing_ok=True)

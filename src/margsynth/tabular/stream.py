@@ -105,6 +105,7 @@ GENERATE_BLOCK = 250_000
 #: it bounds the text held at once.
 BLOCK_BYTES = 32 * 2**20
 _CSV = (".csv",)
+_POOL = pa.default_memory_pool()
 _PARQUET = (".parquet", ".pq")
 
 #: A chunk's column: each row's index into the chunk's distinct cells, and those cells.
@@ -272,6 +273,8 @@ class TableSource:
                         cols = {c: _cells(part.column(i), self.dtypes[c]) for i, c in enumerate(self.columns)}
                         yield Chunk(start, part.num_rows, cols)
                         start += part.num_rows
+                    del batch
+                    _POOL.release_unused()  # arrow's pool keeps what it freed; the next pass's numpy needs it
             except (pa.ArrowException, UnicodeDecodeError) as exc:
                 raise ValueError(f"{self.option} {str(f)!r}: cannot be read ({exc})") from None
 
