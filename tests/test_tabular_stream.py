@@ -173,8 +173,13 @@ def test_dask_counts_equal_the_local_counts(table_csv):
             assert (s.ranges is None and t.ranges is None) or np.array_equal(s.ranges, t.ranges)
         remote = st.prepare_stream(table, SCHEMA, "mst", epsilon=1.0, delta=1e-9, **FAST)
         out_remote, _ = remote.run(4)
+        from_file = st.prepare_stream(st.DaskTable.read(path, cluster.scheduler_address, blocksize=4000), SCHEMA, "mst",
+                                      epsilon=1.0, delta=1e-9, **FAST)  # fmt: skip
+        assert from_file.table.frame.npartitions > 1
+        out_file, _ = from_file.run(4)
     out_local, _ = local.run(4)
     assert out_remote.to_csv(index=False) == out_local.to_csv(index=False)  # same counts, same noise, same bytes
+    assert out_file.to_csv(index=False) == out_local.to_csv(index=False)
 
 
 def test_cli_reads_parquet_and_chunks_and_writes_parquet_with_the_in_memory_bytes(table_csv, tmp_path):
