@@ -14,8 +14,8 @@ sample of the 10M table.
     python benchmarks/bench_scale.py [--sizes 1000000 10000000 100000000] [--formats csv parquet]
                                      [--workdir /tmp/bench-scale] [--keep] [--score]
 
-Each run is ``margsynth synth mst --schema ...`` in a child process (its peak RSS from
-``wait4``); the files are written under ``--workdir`` and removed after each size unless
+Each run is ``margsynth synth mst --schema ...`` in a child process (its peak RSS: its
+``VmHWM``, polled); the files are written under ``--workdir`` and removed after each size unless
 ``--keep``. Prints one line per run and a table at the end.
 """
 
@@ -178,18 +178,35 @@ def schema() -> dict:
 
 
 def run_synth(dataset: Path, schema_path: Path, out: Path, extra: list[str], epsilon: float = 1.0) -> tuple[float, float, dict]:
-    """``margsynth synth mst`` in a child process: (wall seconds, peak RSS MiB, sidecar)."""
+    """``margsynth synth mst`` in a child process: (wall seconds, its peak RSS in MiB, sidecar)."""
     cmd = [sys.executable, "-m", "margsynth", "synth", "mst", "--dataset", str(dataset), "--schema", str(schema_path),
            "--epsilon", str(epsilon), "--delta", "1e-9", "--seed", "0", "--out", str(out), "--chunk-rows", str(CHUNK),
            *extra]  # fmt: skip
     t = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    output = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
+    log = out.with_name(out.name + ".log")
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT)
+        peak = 0.0
+        while proc.poll() is None:
+            peak = max(peak, _high_water_mib(proc.pid))
+            time.sleep(0.2)
     wall = time.perf_counter() - t
-    if status != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed:\n{output.decode()[-3000:]}")
-    return wall, usage.ru_maxrss / 1024.0, json.loads(Path(str(out) + ".json").read_text())
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{log.read_text()[-3000:]}")
+    log.unlink()
+    return wall, peak, json.loads(Path(str(out) + ".json").read_text())
+
+
+def _high_water_mib(pid: int) -> float:
+    """The peak resident memory of process ``pid`` so far (``VmHWM``: of its own address
+    space; ``ru_maxrss`` of a child would also count the parent's memory at the fork)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return float(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return 0.0
 
 
 def main() -> None:
