@@ -1413,7 +1413,7 @@ def test_a_range_discovered_at_the_ends_of_the_grid_stays_within_exact_integers(
     from margsynth.tabular import discovery, synthesize
     from margsynth.tabular.schema import INTEGER_LIMIT
 
-    real = discovery.discover_range
+    real = discovery.release_range
     last = discovery.range_bins(True)[0].size - 1
 
     def at_the_end(*a, **k):
@@ -1421,7 +1421,7 @@ def test_a_range_discovered_at_the_ends_of_the_grid_stays_within_exact_integers(
         i = last if end == "top" else 0
         return (i, i), {**info, "sparse": sparse}
 
-    monkeypatch.setattr(discovery, "discover_range", at_the_end)
+    monkeypatch.setattr(discovery, "release_range", at_the_end)
     frame = read_raw_csv(rawtoy / "raw.csv")
     schema = {"columns": [{"name": "age", "kind": "numeric", "type": "integer", "bounds": "discover", "bins": 4},
                           {"name": "grade", "kind": "ordinal", "categories": ["low", "mid", "high"]}]}  # fmt: skip

@@ -9,7 +9,7 @@ tens of milliseconds.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -219,6 +219,21 @@ class Dataset:
         if self.weights is None:
             out = out.astype(np.int64, copy=False)
         return out if flatten else out.reshape(shape)
+
+    def marginals(self, cliques: Iterable[Iterable[str] | str], *, flatten: bool = False) -> list[np.ndarray]:
+        """:meth:`marginal` of each of ``cliques``, in order: what a mechanism asks for at once
+        (a round of measurements), so that a dataset read in chunks
+        (:class:`margsynth.tabular.stream.ChunkedDataset`) counts them all in one pass."""
+        return [self.marginal(c, flatten=flatten) for c in cliques]
+
+    def recode(self, maps: Mapping[str, np.ndarray], domain: Domain) -> Dataset:
+        """The records with each attribute's code ``v`` replaced by ``maps[attr][v]``, over
+        ``domain`` (same attributes, in order): a deterministic map of every record (e.g.
+        Algorithm 4's compression), weights kept."""
+        codes = np.empty(self._codes.shape, dtype=np.int64)
+        for j, a in enumerate(self.domain.names):
+            codes[:, j] = maps[a][self._codes[:, j]]
+        return Dataset._trusted(codes, domain, self.weights)
 
     def project(self, attrs: Iterable[str] | str) -> Dataset:
         """The same records restricted to ``attrs``."""

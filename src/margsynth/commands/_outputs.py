@@ -242,6 +242,12 @@ class OutputPair:
             raise
         return self
 
+    @property
+    def temporary(self) -> Path:
+        """The main file's temporary (reserved on entering): a writer that streams the table
+        fills it during the run, and ``commit``'s ``write_csv`` then has nothing left to do."""
+        return self._tmps[0]
+
     def commit(self, write_csv, write_side, *write_extra) -> None:
         """``write_csv(tmp)``, ``write_side(tmp)`` (``None`` without a sidecar) and one writer per
         extra file fill the temporaries; then all are renamed into place (extras first, the

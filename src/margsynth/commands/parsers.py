@@ -119,7 +119,8 @@ def _synth(sub) -> None:
         "--dataset",
         required=True,
         metavar="NAME|CSV",
-        help="registered dataset name or a CSV of integer codes (with --schema: a raw CSV or a registered raw table)",
+        help="registered dataset name or a CSV of integer codes (with --schema: a raw CSV or Parquet file, a folder "
+        "of parts, or a registered raw table)",
     )
     p.add_argument("--domain", metavar="JSON", help='domain JSON {"attr": size, ...} (required for a CSV of codes)')
     p.add_argument(
@@ -136,12 +137,24 @@ def _synth(sub) -> None:
         help="with --schema: share of the budget in (0, 1) for the private discovery of what the schema leaves to "
         '"discover" (default: the library\'s, see the docs)',
     )
+    p.add_argument(
+        "--chunk-rows",
+        type=count_arg,
+        metavar="N",
+        help="with --schema: read the raw table in chunks of N rows (memory independent of the rows; a Parquet "
+        "file or a folder of parts, or a CSV over 256 MiB, is always read in chunks, of 1,000,000 rows by default)",
+    )
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="with --schema: count the raw table's partitions on this Dask scheduler (tcp://host:8786)",
+    )
     p.add_argument("--public", metavar="NAME|CSV", help="public dataset over the same domain (nist-mst)")
     lo, hi = EPSILON_RANGE
     p.add_argument("--epsilon", required=True, type=epsilon_arg, metavar="E", help=f"privacy parameter epsilon in [{lo:g}, {hi:g}]")
     p.add_argument("--delta", required=True, type=delta_arg, metavar="D", help=f"privacy parameter delta in [{DELTA_MIN:g}, 1)")
     p.add_argument("--seed", type=seed_arg, default=0, metavar="S", help="seed of the noise generator, an integer >= 0 (default 0)")
-    p.add_argument("--out", required=True, metavar="PATH", help="output CSV; the sidecar goes to PATH.json")
+    p.add_argument("--out", required=True, metavar="PATH", help="output CSV (with --schema, .parquet writes Parquet); the sidecar goes to PATH.json")
     p.add_argument("--preset", metavar="NAME", help="hyperparameter preset of the mechanism (privpgd, gem, private-gsd: default | fast; rap: default | adaptive | fast)")
     p.add_argument("--device", metavar="DEVICE", help="torch device for mechanisms that take one (privpgd, rap, gem: cpu | cuda)")
     p.add_argument(
@@ -175,7 +188,7 @@ def _sample(sub) -> None:
     p.add_argument("model", metavar="MODEL", help="the model file (.npz) written by synth --save-model")
     p.add_argument("--n", type=count_arg, metavar="N", help="number of records (default: as many as the run made)")
     p.add_argument("--seed", type=seed_arg, default=0, metavar="S", help="seed of the sampler, an integer >= 0 (default 0)")
-    p.add_argument("--out", required=True, metavar="PATH", help="output CSV; the sidecar goes to PATH.json")
+    p.add_argument("--out", required=True, metavar="PATH", help="output CSV (with --schema, .parquet writes Parquet); the sidecar goes to PATH.json")
     _memory_limit(p, "the model file's arrays before they are read, and the records")
     p.set_defaults(handler="_main")
 

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from .. import __version__
-from ..data import RECORD_DATASETS
+from ..data import RAW_TABLES, RECORD_DATASETS
 from ..data.fetch import local_path
 from ..data.registry import dataset_info
 from ..mechanisms import registry  # the module: its functions are looked up when called (tests spy on them)
@@ -46,15 +46,10 @@ from ..mechanisms.base import MemoryLimitError, check_privacy_params, check_seed
 from ..mechanisms.sampler import pgm_mechanisms, unsavable_reason
 from ..model_file import SavedModel, is_model_file
 from ..tabular import TableError, describe, encoder_of, prepare, sidecar
+from ..tabular.stream import CHUNK_ROWS, DaskTable, TableSource, TableWriter, prepare_stream, table_kind, write_kind
 from ..timing import Stopwatch
 from ._args import check_budget
-from ._inputs import (
-    is_file_arg,
-    memory_budget,
-    raw_input,
-    resolve_dataset,
-    schema_input,
-)
+from ._inputs import file_sha256, is_file_arg, memory_budget, raw_input, resolve_dataset, schema_input
 from ._outputs import OutputPair, check_out, dumps_strict, json_default, mark_sidecar, sidecar_path
 
 __all__ = ["check_save_model", "load_dataset", "model_bytes", "run_synth"]
@@ -160,6 +155,8 @@ def run_synth(
     save_model: str | None = None,
     preprocessing_share: float | None = None,
     memory_limit_mb: float | None = None,
+    chunk_rows: int | None = None,
+    scheduler: str | None = None,
 ) -> dict:
     """The work of ``margsynth synth`` (callable from Python); returns the sidecar dict.
     ``device`` is passed to the mechanism's ``run`` (only mechanisms that take one).
@@ -168,6 +165,9 @@ def run_synth(
     (``"data_source"``) and carries the SHA-256 of every input file. ``schema``: the
     dataset is a raw CSV described by it (:func:`margsynth.tabular.synthesize`);
     ``save_model``: also write the fitted model there (:class:`~margsynth.model_file.SavedModel`);
+    ``chunk_rows`` / ``scheduler``: read the raw table in chunks / count it on a Dask
+    scheduler (:mod:`margsynth.tabular.stream`; a Parquet file, a folder of parts or a CSV
+    over :data:`STREAM_BYTES` is always read in chunks);
     ``memory_limit_mb``: the memory budget every size is checked against before any charge
     (``None``: :data:`~margsynth.mechanisms.base.MEMORY_LIMIT_MB`)."""
     with memory_budget(memory_limit_mb):  # every size below checked against --memory-limit
@@ -182,7 +182,11 @@ def run_synth(
         if schema is not None:
             return _run_raw(mechanism, dataset, schema, epsilon=epsilon, delta=delta, out=out, seed=seed, domain=domain,
                             public=public, params=params, device=device, save_model=save_model,
-                            preprocessing_share=preprocessing_share)  # fmt: skip
+                            preprocessing_share=preprocessing_share, chunk_rows=chunk_rows,
+                            scheduler=scheduler)  # fmt: skip
+        for opt, val in (("--chunk-rows", chunk_rows), ("--scheduler", scheduler)):
+            if val is not None:
+                raise ValueError(f"{opt} {val!r}: only a raw table (--schema) is read in chunks; drop it or pass --schema")
         if preprocessing_share is not None:
             raise ValueError(
                 f"--preprocessing-share {preprocessing_share!r}: only a raw CSV (--schema) has preprocessing; drop it or pass --schema"
@@ -274,9 +278,12 @@ def _run_raw(
     device: str | None,
     save_model: str | None,
     preprocessing_share: float | None,
+    chunk_rows: int | None = None,
+    scheduler: str | None = None,
 ) -> dict:
     """``synth --schema``: a raw CSV through :func:`margsynth.tabular.prepare` (every check),
-    then :meth:`~margsynth.tabular.PreparedRun.run`, decoded."""
+    then :meth:`~margsynth.tabular.PreparedRun.run`, decoded; a table read in chunks
+    (:func:`streams`) through :func:`_run_stream`."""
     if domain is not None:
         raise ValueError(
             f"--domain {domain!r}: a raw CSV (--schema) needs no domain file, its schema describes the columns; drop --domain"
@@ -288,6 +295,12 @@ def _run_raw(
         )
     if device is not None:
         raise ValueError(f"--device {device!r}: not supported with --schema; drop it")
+    if streams(dataset, chunk_rows, scheduler) or (write_kind(out) == "parquet" and Path(dataset).exists()):
+        return _run_stream(mechanism, dataset, schema, epsilon=epsilon, delta=delta, out=out, seed=seed, params=params,
+                           save_model=save_model, preprocessing_share=preprocessing_share, chunk_rows=chunk_rows,
+                           scheduler=scheduler)  # fmt: skip
+    if write_kind(out) != "csv":
+        raise ValueError(f"--out {out!r}: a registered raw table is written as CSV; expected a .csv path")
     frame, sha, raw = raw_input("--dataset", dataset)
     sch, sch_sha, sch_paths = schema_input("--schema", schema, dataset)
     inputs_read = {f"--dataset {dataset!r}": raw, **{f"--schema {schema!r} ({p.name})": p for p in sch_paths}}
@@ -307,36 +320,95 @@ def _run_raw(
         clock = Stopwatch()
         synthetic, report = prepared.run(seed)
         wall = clock.elapsed()
-        result = report["result"]
-        side = sidecar(report)
-        ledger = side.pop("ledger")
-        side["epsilon_spent"] = side.pop("epsilon")  # the keys of every synth sidecar
-        side["ledger"] = ledger["charges"]
-        side["budget"] = {**{k: v for k, v in ledger.items() if k != "charges"}, **side.get("budget", {})}
-        side.update(
-            {
-                "registry_name": mechanism,
-                "dataset": dataset,
-                "schema": schema,
-                "records": int(len(synthetic)),
-                "epsilon_requested": epsilon,
-                "delta_requested": delta,
-                "seed": seed,
-                "data_source": "real",
-                "input_sha256": sha,
-                "wall_seconds": wall,
-                "margsynth_version": __version__,
-            }
-        )
-        side = mark_sidecar(side)
-        writers = []
-        if model_path is not None:
-            blob = model_bytes(result, dict(side), list(synthetic.columns), encoder=report["encoder"])
-            side["saved_model"] = {"path": str(model_path), "sha256": hashlib.sha256(blob).hexdigest()}
-            writers.append(lambda tmp: tmp.write_bytes(blob))
-        text = dumps_strict(json.loads(json.dumps(side, default=_json_default)), prog="margsynth synth", indent=2)
+        side, text, writers = _raw_outputs(report, model_path, {
+            "registry_name": mechanism, "dataset": dataset, "schema": schema, "records": int(len(synthetic)),
+            "epsilon_requested": epsilon, "delta_requested": delta, "seed": seed, "data_source": "real",
+            "input_sha256": sha, "wall_seconds": wall, "margsynth_version": __version__}, list(synthetic.columns))  # fmt: skip
         table = encoder_of(report).to_text(synthetic)  # decimals, integers and null tokens as the input
         pair.commit(lambda tmp: table.to_csv(tmp, index=False), lambda tmp: tmp.write_text(text), *writers)
+    return side
+
+
+def _raw_outputs(report: dict, model_path: Path | None, about: dict, columns: list[str]) -> tuple[dict, str, list]:
+    """The sidecar of a raw-table run (the keys of every synth sidecar, the report's
+    sections and ``about``, marked as ours), its JSON text, and the saved model's writer
+    when asked for (the output's column order ``columns`` kept in the model)."""
+    side = sidecar(report)
+    ledger = side.pop("ledger")
+    side["epsilon_spent"] = side.pop("epsilon")  # the keys of every synth sidecar
+    side["ledger"] = ledger["charges"]
+    side["budget"] = {**{k: v for k, v in ledger.items() if k != "charges"}, **side.get("budget", {})}
+    side.update(about)
+    side = mark_sidecar(side)
+    writers = []
+    if model_path is not None:
+        blob = model_bytes(report["result"], dict(side), columns, encoder=report["encoder"])
+        side["saved_model"] = {"path": str(model_path), "sha256": hashlib.sha256(blob).hexdigest()}
+        writers.append(lambda tmp: tmp.write_bytes(blob))
+    text = dumps_strict(json.loads(json.dumps(side, default=_json_default)), prog="margsynth synth", indent=2)
+    return side, text, writers
+
+
+#: A raw CSV larger than this (bytes) is read in chunks (:mod:`margsynth.tabular.stream`).
+STREAM_BYTES = 256 * 2**20
+
+
+def streams(dataset: str, chunk_rows: int | None = None, scheduler: str | None = None) -> bool:
+    """Whether ``synth --schema`` reads ``--dataset`` in chunks: with ``--chunk-rows`` or
+    ``--scheduler``, for Parquet, a folder of parts, or a CSV over :data:`STREAM_BYTES`."""
+    if chunk_rows is not None or scheduler is not None:
+        return True
+    p = Path(dataset)
+    try:
+        if not p.exists() or (dataset in RAW_TABLES and not p.is_file()):
+            return False
+        return p.is_dir() or table_kind(p) == "parquet" or (p.is_file() and p.stat().st_size > STREAM_BYTES)
+    except OSError:  # a name the OS refuses: the in-memory path's checks name --dataset
+        return False
+
+
+def _stream_inputs(dataset: str) -> dict[str, Path]:
+    p = Path(dataset)
+    files = sorted(f for f in p.iterdir() if f.is_file()) if p.is_dir() else [p]
+    return {f"--dataset {dataset!r}" + (f" (part {f.name})" if p.is_dir() else ""): f for f in files}
+
+
+def _run_stream(mechanism: str, dataset: str, schema: str, *, epsilon: float, delta: float, out: str, seed: int,
+                params: dict | None, save_model: str | None, preprocessing_share: float | None,
+                chunk_rows: int | None, scheduler: str | None) -> dict:  # fmt: skip
+    """``synth --schema`` on a table read in chunks (:func:`margsynth.tabular.stream.prepare_stream`):
+    every check (one checking pass over the table) before the outputs are reserved, then the
+    run, its records written block by block into the output's temporary."""
+    sch, sch_sha, sch_paths = schema_input("--schema", schema, dataset)
+    inputs_read = {**_stream_inputs(dataset), **{f"--schema {schema!r} ({p.name})": p for p in sch_paths}}
+    path = check_out(out, inputs_read)
+    source = (DaskTable.read(dataset, scheduler) if scheduler is not None
+              else TableSource(dataset, chunk_rows=chunk_rows or CHUNK_ROWS))  # fmt: skip
+    kw = {} if preprocessing_share is None else {"preprocessing_share": preprocessing_share}
+    try:
+        prepared = prepare_stream(source, sch, mechanism, epsilon=epsilon, delta=delta, **kw, **(params or {}))
+    except TableError as exc:
+        raise ValueError(f"--dataset {dataset!r}: {exc} (--schema {schema!r})") from None
+    except MemoryLimitError as exc:
+        raise _sized(f"--dataset {dataset!r} (--schema {schema!r})", params or {}, exc) from None
+    model_path = check_save_model(save_model, prepared.mechanism, mechanism, path, inputs_read)
+    files = [f for k, f in inputs_read.items() if k.startswith("--dataset")]
+    sha = {**{str(f): file_sha256(f) for f in files}, **sch_sha}
+    names = {c.name for c in sch.columns}
+
+    with OutputPair(path, extra=[(model_path, "--save-model")] if model_path else []) as pair:
+        clock = Stopwatch()
+        writer = TableWriter(pair.temporary, write_kind(path))
+        try:
+            _, report = prepared.run(seed, write=writer.write)
+        finally:
+            writer.close()
+        wall = clock.elapsed()
+        side, text, writers = _raw_outputs(report, model_path, {
+            "registry_name": mechanism, "dataset": dataset, "schema": schema, "epsilon_requested": epsilon,
+            "delta_requested": delta, "seed": seed, "data_source": "real", "input_sha256": sha, "wall_seconds": wall,
+            "margsynth_version": __version__}, [c for c in source.columns if c in names])  # fmt: skip
+        pair.commit(lambda tmp: None, lambda tmp: tmp.write_text(text), *writers)  # the table is in its temporary
     return side
 
 
@@ -391,6 +463,8 @@ def _main(args) -> int:
         save_model=args.save_model,
         preprocessing_share=args.preprocessing_share,
         memory_limit_mb=args.memory_limit,
+        chunk_rows=args.chunk_rows,
+        scheduler=args.scheduler,
     )
     if "preprocessing" in side:  # a raw table: what preprocessing did, column by column
         print(f"preprocessing ({100 * side['preprocessing']['preprocessing_share']:.1f}% of the budget):")

@@ -89,6 +89,22 @@ def load_csv(path: str | Path, domain: Domain | str | Path, *, ordinal: list[str
     return Dataset(frame, domain, source=str(path))
 
 
+def read_csv_header(path: str | Path) -> list[str]:
+    """The header row of a raw CSV: every column named, none twice (``ValueError`` naming
+    the file otherwise)."""
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        header = next(csv.reader(fh), None)
+    if not header:
+        raise ValueError(f"{path}: no header row; expected a CSV whose first row names the columns")
+    for i, name in enumerate(header):
+        if not name.strip():
+            raise ValueError(f"{path}: column {i + 1} of the header has no name; expected every column named")
+    dup = sorted({n for n in header if header.count(n) > 1})
+    if dup:
+        raise ValueError(f"{path}: the header names column(s) {dup} more than once; expected each column once")
+    return header
+
+
 def read_raw_csv(path: str | Path) -> pd.DataFrame:
     """A raw table as text: every cell is the string the file holds — an empty cell is ``""``;
     ``NA``, ``None``, ``null``, ``nan`` stay the strings they are (a category such as Namibia's
@@ -97,16 +113,7 @@ def read_raw_csv(path: str | Path) -> pd.DataFrame:
     twice or leaves one unnamed is refused (pandas would rename them ``x.1`` or
     ``Unnamed: 1``)."""
     try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            header = next(csv.reader(fh), None)
-        if not header:
-            raise ValueError(f"{path}: no header row; expected a CSV whose first row names the columns")
-        for i, name in enumerate(header):
-            if not name.strip():
-                raise ValueError(f"{path}: column {i + 1} of the header has no name; expected every column named")
-        dup = sorted({n for n in header if header.count(n) > 1})
-        if dup:
-            raise ValueError(f"{path}: the header names column(s) {dup} more than once; expected each column once")
+        header = read_csv_header(path)
         frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False, encoding="utf-8-sig")
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, csv.Error) as exc:
         raise ValueError(f"{path}: cannot be read as CSV ({exc})") from exc

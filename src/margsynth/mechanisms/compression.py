@@ -115,10 +115,7 @@ class Compression:
         """Algorithm 4's data transformation ``t ↦ t or ∅`` (exact, deterministic)."""
         if data.domain != self.original:
             raise ValueError(f"data domain {data.domain!r} is not the compression's original domain {self.original!r}")
-        codes = np.empty(data.codes.shape, dtype=np.int64)
-        for j, a in enumerate(self.original.names):
-            codes[:, j] = self._forward[a][data.codes[:, j]]
-        return Dataset._trusted(codes, self.compressed, data.weights)
+        return data.recode(self._forward, self.compressed)
 
     def reverse(self, data: Dataset, rng: np.random.Generator) -> Dataset:
         """§5 Step 8: kept codes map back exactly; the records holding ``∅`` are spread

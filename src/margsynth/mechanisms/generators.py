@@ -207,11 +207,32 @@ class PGMGenerator:
         extras: dict[str, Any] = {"model": model, **note}
         if rules is not None:
             synth, extras["rules"] = pgm_enforce(model, synth, rules, rng)
+        extras.update(self._about(model, domain, marginals))
+        return Generated(synth, extras)
+
+    def fitted(
+        self,
+        domain: Domain,
+        marginals: NoisyMarginals,
+        *,
+        warm_start: GraphicalModel | None = None,
+        sep: str = "/",
+        extra_cliques: Sequence[Sequence[str]] = (),
+        **_: Any,
+    ) -> tuple[GraphicalModel, dict[str, Any]]:
+        """:meth:`fit` and the extras :meth:`generate` reports about it (``model`` first),
+        no record drawn: for a caller that draws them itself, in blocks
+        (:mod:`margsynth.tabular.stream`). No rules (their enforcement is :meth:`generate`'s)."""
+        model = self.fit(domain, marginals, warm_start=warm_start, sep=sep, extra_cliques=extra_cliques)
+        return model, {"model": model, **self._about(model, domain, marginals)}
+
+    def _about(self, model: GraphicalModel, domain: Domain, marginals: NoisyMarginals) -> dict[str, Any]:
+        extras: dict[str, Any] = {}
         if self.memory_limit_mb is not None:
             extras["junction_tree_mb"] = junction_tree_size(domain, list(marginals.cliques))[1]
         extras["model_stats"] = {k: v for k, v in model.stats.items() if k != "loss_history"}
         extras["estimation"] = estimation_summary(model)
-        return Generated(synth, extras)
+        return extras
 
 
 def pgm_enforce(model: GraphicalModel, synth, rules: RuleSet | None, rng: np.random.Generator) -> tuple[Any, Any]:

@@ -54,6 +54,7 @@ __all__ = [
     "DELTA_SHARE",
     "PreparedRun",
     "TableError",
+    "check_run_arguments",
     "encoder_of",
     "prepare",
     "sidecar",
@@ -127,6 +128,43 @@ class PreparedRun:
         most = discovery_budget(self.schema, ledger.total, self.preprocessing_share)["most"]
         return ledger.sub(ledger.total - most, self.mechanism_name, currency=self.mechanism.currency)
 
+    @property
+    def rows(self) -> int:
+        """The table's number of rows."""
+        return len(self.df)
+
+    def placeholder(self, domain) -> Dataset:
+        """An all-zero table of :attr:`rows` records over ``domain`` (what ``validate`` is
+        shown before discovery)."""
+        return Dataset._trusted(np.zeros((self.rows, len(domain)), dtype=np.int8), domain)
+
+    def extremes(self):
+        """The smallest and the largest domain discovery can give
+        (:func:`~margsynth.tabular.encoder.domain_extremes`)."""
+        return domain_extremes(self.schema, self.checked)
+
+    def check_discovery(self) -> None:
+        """The checks of :func:`prepare` that need the table read: a positive δ for the
+        category thresholds, a budget left for the mechanism, and the mechanism's
+        ``validate`` against the extreme domains. Nothing is charged."""
+        steps = self.category_steps
+        if steps and not self.deltas()[1] / steps >= sys.float_info.min:
+            # a subnormal delta loses its precision: delta_conv + e^eps * delta_c could exceed delta
+            raise ValueError(
+                f"epsilon={self.epsilon!r} with delta={self.delta!r}: the delta of each category discovery, "
+                f"{DELTA_SHARE}*delta*e^-epsilon/{steps} = {self.deltas()[1] / steps:.3g}, is below the smallest "
+                f"normal float ({sys.float_info.min:.3g}); expected a larger delta or a smaller epsilon, or the "
+                "categories listed in the schema"
+            )
+        ledger = self.ledger()
+        most = discovery_budget(self.schema, ledger.total, self.preprocessing_share)["most"]
+        if not most < ledger.total:
+            raise ValueError(
+                f"preprocessing_share={self.preprocessing_share!r}: discovery would leave the mechanism no budget; "
+                "expected less"
+            )
+        _validate_extremes(self)
+
     def run(self, seed: int) -> tuple[pd.DataFrame, dict[str, Any]]:
         """Discovery, encoding, the mechanism on its sub-budget, decoding: the synthetic
         table and the report (see :func:`synthesize`)."""
@@ -160,6 +198,18 @@ class PreparedRun:
             synthetic, left = repair_values(synthetic, self.schema, self.rules, encoder, result.synthetic.codes, rng)
             rule_report = {"compiled": [] if compiled is None else list(compiled.names), "violations": left}
         synthetic = synthetic[[str(c) for c in self.df.columns if str(c) in self.schema.names]]  # the table's order
+        report = self.report(result, prep, encoder, ledger, budget, seed, len(synthetic),
+                             {"preprocessing": t_pre, **result.seconds, "total": clock.elapsed()})  # fmt: skip
+        if self.rules:
+            report["rules"] = rule_report
+        return synthetic, report
+
+
+    def report(self, result, prep: dict[str, Any], encoder: Encoder, ledger: BudgetLedger, budget: BudgetLedger,
+               seed: int, records: int, seconds: dict[str, float]) -> dict[str, Any]:  # fmt: skip
+        """The report of :meth:`run` (see :func:`synthesize`) from what the run made; refuses
+        a spend over the requested (ε, δ) (by construction, never)."""
+        delta_conv, delta_cat = self.deltas()
         eps_spent, _ = ledger.spent_dp()
         delta_spent = delta_conv + (math.exp(eps_spent) * delta_cat if delta_cat else 0.0)
         report: dict[str, Any] = {
@@ -168,7 +218,7 @@ class PreparedRun:
             "epsilon": float(eps_spent),
             "delta": float(delta_spent),
             "requested": {"epsilon": self.epsilon, "delta": self.delta},
-            "records": len(synthetic),
+            "records": int(records),
             "seed": int(seed),
             "preprocessing": {**prep, "preprocessing_share": prep["rho"] / ledger.total if self.preprocessing_share is None
                               or not self.discovers else self.preprocessing_share},  # fmt: skip
@@ -182,17 +232,15 @@ class PreparedRun:
                 "delta = delta_conversion + exp(epsilon) * delta_categories",
             },  # fmt: skip
             "ledger": ledger.to_dict(),
-            "seconds": {"preprocessing": t_pre, **result.seconds, "total": clock.elapsed()},
+            "seconds": seconds,
             "encoder": encoder.to_dict(),
             "result": result,
         }
-        if self.rules:
-            report["rules"] = rule_report
         if report["delta"] > self.delta or report["epsilon"] > self.epsilon:  # pragma: no cover - by construction
             raise RuntimeError(
                 f"spent ({report['epsilon']!r}, {report['delta']!r}) exceeds ({self.epsilon!r}, {self.delta!r})"
             )
-        return synthetic, report
+        return report
 
 
 def _validate_extremes(run: PreparedRun) -> None:
@@ -202,16 +250,15 @@ def _validate_extremes(run: PreparedRun) -> None:
     no noise, no charge. Its size checks are monotone in each attribute's size, so passing
     both extremes means the run after discovery passes them too. A refusal names the
     extreme and the size ranges."""
-    smallest, largest = domain_extremes(run.schema, run.checked)
+    smallest, largest = run.extremes()
     extremes = [("largest", largest)] if smallest == largest else [("largest", largest), ("smallest", smallest)]
     budget = run.smallest_budget()
-    rows = len(run.df)
     for which, dom in extremes:
         kw: dict[str, Any] = {}
         if run.public is not None:
             kw["public"] = Dataset._trusted(np.zeros((len(run.public), len(dom)), dtype=np.int8), dom)
         try:
-            run.mechanism.validate(Dataset._trusted(np.zeros((rows, len(dom)), dtype=np.int8), dom), budget=budget, **kw)
+            run.mechanism.validate(run.placeholder(dom), budget=budget, **kw)
         except ValueError as exc:
             if len(extremes) == 1:
                 raise
@@ -262,13 +309,7 @@ def prepare(
 
 def _prepare(df, schema, mechanism, epsilon, delta, preprocessing_share, public, memory_limit_mb, hyperparameters):
     """:func:`prepare` within its memory limit."""
-    if preprocessing_share is not None and (
-        isinstance(preprocessing_share, bool)
-        or not isinstance(preprocessing_share, (int, float))
-        or not (0 < preprocessing_share < 1)
-    ):
-        raise ValueError(f"preprocessing_share must be in (0, 1) or None, got {preprocessing_share!r}")
-    schema = Schema.coerce(schema)
+    schema = check_run_arguments(schema, epsilon, delta, preprocessing_share)
     check_sizes(schema)  # counted before anything is built from the schema
     try:
         checked = check_table(df, schema)
@@ -287,22 +328,23 @@ def _prepare(df, schema, mechanism, epsilon, delta, preprocessing_share, public,
     check_satisfiable(rules, schema)  # a rule set no row could obey is refused before any charge
     run = PreparedRun(df, schema, checked, mechanism, mech, float(epsilon), float(delta), preprocessing_share, public,
                       rules, memory_limit_mb)  # fmt: skip
-    if run.category_steps and not run.deltas()[1] / run.category_steps >= sys.float_info.min:
-        # a subnormal delta loses its precision: delta_conv + e^eps * delta_c could exceed delta
-        raise ValueError(
-            f"epsilon={epsilon!r} with delta={delta!r}: the delta of each category discovery, "
-            f"{DELTA_SHARE}*delta*e^-epsilon/{run.category_steps} = {run.deltas()[1] / run.category_steps:.3g}, is "
-            f"below the smallest normal float ({sys.float_info.min:.3g}); expected a larger delta or a smaller "
-            "epsilon, or the categories listed in the schema"
-        )
-    ledger = run.ledger()
-    most = discovery_budget(schema, ledger.total, preprocessing_share)["most"]
-    if not most < ledger.total:
-        raise ValueError(
-            f"preprocessing_share={preprocessing_share!r}: discovery would leave the mechanism no budget; expected less"
-        )
-    _validate_extremes(run)
+    run.check_discovery()
     return run
+
+
+def check_run_arguments(
+    schema: Schema | Mapping[str, Any] | str, epsilon: float, delta: float, preprocessing_share: float | None
+) -> Schema:
+    """The first checks of a raw-table run (they need no table): the privacy parameters,
+    ``preprocessing_share`` and the schema, returned as a :class:`Schema`."""
+    check_privacy_params(epsilon, delta)
+    if preprocessing_share is not None and (
+        isinstance(preprocessing_share, bool)
+        or not isinstance(preprocessing_share, (int, float))
+        or not (0 < preprocessing_share < 1)
+    ):
+        raise ValueError(f"preprocessing_share must be in (0, 1) or None, got {preprocessing_share!r}")
+    return Schema.coerce(schema)
 
 
 def synthesize(

@@ -98,6 +98,7 @@ __all__ = [
     "distribution_cells",
     "fine_edges",
     "fine_histogram",
+    "histogram_noise",
     "isotonic_fit",
     "mass_edges",
     "kept_fraction",
@@ -109,6 +110,9 @@ __all__ = [
     "range_bins",
     "range_histogram",
     "refine_bounds",
+    "release_distribution",
+    "release_range",
+    "select_categories",
     "uniform_cuts",
 ]
 
@@ -133,12 +137,21 @@ def _charge(ledger: BudgetLedger, sigma: float, label: str) -> None:
     )
 
 
-def noisy_counts(counts: np.ndarray, rho: float, rng: np.random.Generator, ledger: BudgetLedger, label: str):
-    """``counts`` (a histogram: L2 sensitivity 1) plus Gaussian noise of the ``σ`` that costs
-    ``rho`` (charged first); returns ``(noisy counts, σ)``."""
+def histogram_noise(shape: tuple[int, ...], rho: float, rng: np.random.Generator, ledger: BudgetLedger, label: str):
+    """The Gaussian noise of the ``σ`` that costs ``rho`` (charged first) for a histogram of
+    ``shape`` (L2 sensitivity 1), drawn before its counts are read: a table read in chunks
+    (:mod:`~margsynth.tabular.stream`) draws every step's noise in the order the steps are
+    made and adds the counts of one later pass. Returns ``(noise, σ)``."""
     sigma = gaussian_sigma(rho)
     _charge(ledger, sigma, label)
-    return np.asarray(counts, dtype=np.float64) + rng.normal(0.0, sigma, np.shape(counts)), sigma
+    return rng.normal(0.0, sigma, shape), sigma
+
+
+def noisy_counts(counts: np.ndarray, rho: float, rng: np.random.Generator, ledger: BudgetLedger, label: str):
+    """``counts`` (a histogram: L2 sensitivity 1) plus Gaussian noise of the ``σ`` that costs
+    ``rho`` (charged first, :func:`histogram_noise`); returns ``(noisy counts, σ)``."""
+    noise, sigma = histogram_noise(np.shape(counts), rho, rng, ledger, label)
+    return np.asarray(counts, dtype=np.float64) + noise, sigma
 
 
 # ----------------------------------------------------------------------------- rows
@@ -149,12 +162,17 @@ def noisy_count(n: int, *, rho: float, rng: np.random.Generator, ledger: BudgetL
 
 
 # ----------------------------------------------------------------------------- categories
-def category_counts(keys: Iterable[str]) -> dict[str, int]:
+def category_counts(keys: Iterable[str], weights: Iterable[int] | None = None) -> dict[str, int]:
     """The histogram that category discovery measures: count of each key present, keys
-    sorted (one row adds 1 to one key: L2 sensitivity 1)."""
+    sorted (one row adds 1 to one key: L2 sensitivity 1). ``weights``: each key stands for
+    that many rows (the counts of distinct cells, or of chunks being merged)."""
     out: dict[str, int] = {}
-    for k in keys:
-        out[k] = out.get(k, 0) + 1
+    if weights is None:
+        for k in keys:
+            out[k] = out.get(k, 0) + 1
+    else:
+        for k, w in zip(keys, weights):
+            out[k] = out.get(k, 0) + int(w)
     return dict(sorted(out.items()))
 
 
@@ -197,11 +215,26 @@ def discover_categories(
     key); the report then has its noisy count. Charges ρ to ``ledger`` first; returns the
     kept keys (sorted) and a report (σ, threshold, ρ, δ, number kept, the noisy counts of
     the kept keys summed)."""
+    return select_categories(category_counts(keys), rho=rho, delta=delta, rng=rng, ledger=ledger, label=label,
+                             max_keep=max_keep, nulls=nulls)  # fmt: skip
+
+
+def select_categories(
+    counts: dict[str, int],
+    *,
+    rho: float,
+    delta: float,
+    rng: np.random.Generator,
+    ledger: BudgetLedger,
+    label: str,
+    max_keep: int | None = None,
+    nulls: int | None = None,
+) -> tuple[list[str], dict[str, Any]]:
+    """:func:`discover_categories` from the histogram :func:`category_counts` (keys sorted)."""
     if not (0 < delta < 1):
         raise ValueError(f"{label}: delta must be in (0, 1), got {delta!r}")
     if max_keep is not None and (isinstance(max_keep, bool) or not isinstance(max_keep, int) or max_keep < 1):
         raise ValueError(f"{label}: max_keep must be a positive integer or None, got {max_keep!r}")
-    counts = category_counts(keys)
     values = list(counts.values()) + ([nulls] if nulls is not None else [])
     noisy, sigma = noisy_counts(np.array(values, dtype=np.float64), rho, rng, ledger, label)
     tau = category_threshold(sigma, delta)
@@ -303,8 +336,22 @@ def discover_range(
     bins)``, or twice the index of the largest noisy count when none does (``"sparse"`` in
     the report). ``nulls``: the null cells, one more cell of the histogram (report:
     ``noisy_nulls``)."""
+    return release_range(range_histogram(x, integer), rho=rho, integer=integer, rng=rng, ledger=ledger, label=label,
+                         nulls=nulls)  # fmt: skip
+
+
+def release_range(
+    counts: np.ndarray,
+    *,
+    rho: float,
+    integer: bool,
+    rng: np.random.Generator,
+    ledger: BudgetLedger,
+    label: str,
+    nulls: int | None = None,
+) -> tuple[tuple[int, int], dict[str, Any]]:
+    """:func:`discover_range` from the histogram :func:`range_histogram`."""
     lower, upper = range_bins(integer)
-    counts = range_histogram(x, integer)
     values = np.concatenate([counts, [nulls]]) if nulls is not None else counts
     noisy, sigma = noisy_counts(values, rho, rng, ledger, label)
     edges = mass_edges(noisy[: counts.size], sigma)
@@ -431,8 +478,16 @@ def measure_distribution(
     :func:`monotone_cumulative` (module docstring, 4). ``nulls``: the null cells, one more
     cell (report: ``noisy_nulls``)."""
     counts = fine_histogram(x, edges)
+    noise, sigma = histogram_noise((edges.size + 1 + (nulls is not None),), rho, rng, ledger, label)
+    return release_distribution(counts, edges, noise, sigma, rho=rho, nulls=nulls)
+
+
+def release_distribution(counts: np.ndarray, edges: np.ndarray, noise: np.ndarray, sigma: float, *, rho: float,
+                         nulls: int | None = None) -> tuple[Distribution, dict[str, Any]]:  # fmt: skip
+    """:func:`measure_distribution` from the histogram :func:`fine_histogram` and the noise
+    drawn for it beforehand (:func:`histogram_noise`, charged then)."""
     values = np.concatenate([counts, [nulls]]) if nulls is not None else counts
-    noisy, sigma = noisy_counts(values, rho, rng, ledger, label)
+    noisy = np.asarray(values, dtype=np.float64) + noise
     cum = monotone_cumulative(noisy[: counts.size])
     mass = np.diff(np.concatenate([[0.0], cum]))
     dist = Distribution(np.asarray(edges, dtype=np.float64), mass[1:-1], float(mass[0]), float(mass[-1]),

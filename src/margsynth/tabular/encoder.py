@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -48,15 +49,20 @@ __all__ = [
     "CODE_BYTES",
     "ENCODER_VERSION",
     "ColumnCoding",
+    "ColumnTally",
     "Encoder",
     "check_sizes",
     "check_table",
     "describe",
     "discovery_budget",
     "domain_extremes",
+    "distribution_counts",
     "fit_encoder",
+    "fit_tallies",
     "left_out",
     "size_range",
+    "tally_column",
+    "tally_table",
     "values_frame",
 ]
 
@@ -173,6 +179,78 @@ def check_table(df: pd.DataFrame, schema: Schema) -> dict[str, tuple[np.ndarray,
                     )
             out[spec.name] = (miss, keys)
     return out
+
+
+@dataclass
+class ColumnTally:
+    """What :func:`fit_encoder` reads of one column before its distribution step: sums over
+    rows, so the tallies of the chunks of a table add up to the table's (:meth:`add`).
+    ``rows`` and ``nulls`` (null cells); ``categories``: the count of each non-null
+    category key (categorical and ordinal columns; sorted keys); ``ranges``: the histogram
+    of the non-null values on the range grid (:func:`~.discovery.range_histogram`; numeric
+    columns whose range is discovered)."""
+
+    rows: int
+    nulls: int
+    categories: dict[str, int] | None = None
+    ranges: np.ndarray | None = None
+
+    def add(self, other: ColumnTally) -> ColumnTally:
+        """The tally of both tables' rows."""
+        cats = None
+        if self.categories is not None:
+            keys = [*self.categories, *other.categories]
+            cats = dsc.category_counts(keys, [*self.categories.values(), *other.categories.values()])
+        ranges = None if self.ranges is None else self.ranges + other.ranges
+        return ColumnTally(self.rows + other.rows, self.nulls + other.nulls, cats, ranges)
+
+
+def tally_column(spec: ColumnSpec, miss: np.ndarray, vals: np.ndarray, weights: np.ndarray | None = None) -> ColumnTally:
+    """The :class:`ColumnTally` of one column from :func:`check_table`'s ``(miss, values)``;
+    ``weights``: each entry stands for that many rows (the distinct cells of a chunk)."""
+    w = np.ones(miss.size, dtype=np.int64) if weights is None else np.asarray(weights, dtype=np.int64)
+    rows, nulls = int(w.sum()), int(w[miss].sum())
+    if spec.kind != "numeric":
+        if spec.categories != DISCOVER:
+            return ColumnTally(rows, nulls, categories={})
+        keep = ~miss
+        cats = dsc.category_counts(vals[keep].tolist(), None if weights is None else w[keep].tolist())
+        return ColumnTally(rows, nulls, categories=cats)
+    ranges = None
+    if "range" in spec.discovers:
+        lower, _ = dsc.range_bins(spec.type == "integer")
+        if weights is None:
+            ranges = dsc.range_histogram(vals[~miss], spec.type == "integer")
+        else:
+            ranges = _weighted_bincount(dsc._bin_of(vals[~miss], lower), w[~miss], lower.size)
+    return ColumnTally(rows, nulls, ranges=ranges)
+
+
+def _weighted_bincount(idx: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
+    """Integer counts: ``weights[k]`` added to cell ``idx[k]`` (exact in int64)."""
+    out = np.zeros(size, dtype=np.int64)
+    np.add.at(out, idx, weights)
+    return out
+
+
+def tally_table(schema: Schema, checked: Mapping[str, tuple[np.ndarray, Any]]) -> dict[str, ColumnTally]:
+    """The :class:`ColumnTally` of every schema column of a checked table (:func:`check_table`)."""
+    return {spec.name: tally_column(spec, *checked[spec.name]) for spec in schema.columns}
+
+
+def distribution_counts(column: tuple[np.ndarray, np.ndarray], edges: np.ndarray, clip: tuple[float, float] | None,
+                        weights: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
+    """The distribution histogram (:func:`~.discovery.fine_histogram`) of a checked numeric
+    column ``(miss, values)``, its values first clamped to ``clip`` (given bounds);
+    ``weights`` as in :func:`tally_column`."""
+    miss, vals = column
+    x = vals[~miss]
+    if clip is not None:
+        x = np.clip(x, *clip)
+    if weights is None:
+        return dsc.fine_histogram(x, edges)
+    idx = np.searchsorted(edges, np.asarray(x, dtype=np.float64), side="right")
+    return _weighted_bincount(idx, np.asarray(weights, dtype=np.int64)[~miss], edges.size + 1)
 
 
 def values_frame(df: pd.DataFrame, schema: Schema | Mapping[str, Any]) -> pd.DataFrame:
@@ -348,6 +426,18 @@ def _typed(key: str, dtype: Any) -> Any:
     return key
 
 
+def _fixed(decimals: int, v: float) -> str:
+    return f"{v:.{decimals}f}"
+
+
+def _each_distinct(values: np.ndarray, fmt) -> np.ndarray:
+    """``fmt`` of each float of ``values``, called once per distinct value (by its bits:
+    ``-0.0`` and ``0.0`` apart), as an object array."""
+    bits = np.ascontiguousarray(values, dtype=np.float64).view(np.int64)
+    uniq, inv = np.unique(bits, return_inverse=True)
+    return np.array([fmt(v) for v in uniq.view(np.float64).tolist()], dtype=object)[inv.ravel()]
+
+
 def _label_dtype(labels: list[Any], nullable: bool) -> str | None:
     """The dtype a categorical or ordinal column decodes to: ``int64`` when every label is
     an integer (``Int64`` when nullable), ``float64`` when every label is a number,
@@ -463,11 +553,16 @@ class Encoder:
             col = frame[c.name]
             null = col.isna().to_numpy()
             if c.kind == "numeric" and c.type == "float" and c.decimals is not None:
-                text = [f"{v:.{c.decimals}f}" for v in col.to_numpy(dtype=np.float64, na_value=0.0)]
+                text = _each_distinct(col.to_numpy(dtype=np.float64, na_value=0.0), partial(_fixed, c.decimals))
             elif c.kind == "numeric" and c.type == "integer":
-                text = [str(int(v)) for v in col.to_numpy(dtype=np.float64, na_value=0.0)]
-            else:
-                text = [category_key(v) if not isinstance(v, str) else v for v in col.astype(object).fillna("")]
+                text = _each_distinct(col.to_numpy(dtype=np.float64, na_value=0.0), lambda v: str(int(v)))
+            else:  # once per distinct value, unless an object column's values may compare equal across types (1 == True)
+                cells = col.astype(object).fillna("")
+                codes, uniq = pd.factorize(cells)
+                if col.dtype != object or all(isinstance(u, str) for u in uniq):
+                    text = np.array([u if isinstance(u, str) else category_key(u) for u in uniq], dtype=object)[codes]
+                else:
+                    text = [category_key(v) if not isinstance(v, str) else v for v in cells]
             token = c.null_tokens[0] if c.null_tokens else ""
             out[c.name] = pd.Series(np.where(null, token, np.array(text, dtype=object)), dtype=object)
         return pd.DataFrame(out)
@@ -649,21 +744,27 @@ def check_sizes(schema: Schema, limit_mb: float | None = None) -> None:
             )
 
 
-def domain_extremes(schema: Schema, checked: Mapping[str, tuple[np.ndarray, Any]]) -> tuple[Domain, Domain]:
+def domain_extremes(
+    schema: Schema, checked: Mapping[str, tuple[np.ndarray, Any]] | None = None, *, present: Mapping[str, int] | None = None
+) -> tuple[Domain, Domain]:
     """The smallest and the largest domain :func:`fit_encoder` can give ``schema``
     (:func:`size_range` per column; ``checked`` is :func:`check_table`'s output, read
     only for the number of distinct values of discovered category sets). A check that
     refuses a domain for being too large (memory) or too small (a one-value attribute)
     is monotone in every attribute's size, so a mechanism's ``validate`` that accepts
     both extremes accepts whatever discovery produces: the tabular pipeline validates
-    against them before any noise."""
+    against them before any noise. ``present``: instead of ``checked``, the number of
+    distinct non-null values of each discovered category set (a table read in chunks)."""
     lows, highs = [], []
     for spec in schema.columns:
-        present = 0
+        count = 0
         if spec.kind != "numeric" and spec.categories == DISCOVER:
-            miss, keys = checked[spec.name]
-            present = len(set(keys[~miss].tolist()))
-        lo, hi = size_range(spec, present)
+            if present is not None:
+                count = int(present.get(spec.name, 0))
+            else:
+                miss, keys = checked[spec.name]
+                count = len(set(keys[~miss].tolist()))
+        lo, hi = size_range(spec, count)
         ordinal = spec.kind != "categorical"
         lows.append(Attribute(spec.name, lo, ordinal=ordinal))
         highs.append(Attribute(spec.name, hi, ordinal=ordinal))
@@ -778,6 +879,33 @@ def fit_encoder(
     if checked is None:
         checked = check_table(df, schema)
     dtypes = {str(c): df[c].dtype for c in df.columns}
+
+    def distribution(requests: Mapping[str, tuple[np.ndarray, tuple[float, float] | None]]) -> dict[str, np.ndarray]:
+        return {name: distribution_counts(checked[name], edges, clip) for name, (edges, clip) in requests.items()}
+
+    return fit_tallies(schema, tally_table(schema, checked), dtypes, left_out(df, schema), distribution, ledger=ledger,
+                       rng=rng, share=share, delta=delta)  # fmt: skip
+
+
+def fit_tallies(
+    schema: Schema,
+    tallies: Mapping[str, ColumnTally],
+    dtypes: Mapping[str, Any],
+    left: list[str],
+    distribution: Any,
+    *,
+    ledger: BudgetLedger | None,
+    rng: np.random.Generator | None,
+    share: float | None = None,
+    delta: float | None = None,
+) -> tuple[Encoder, dict[str, Any]]:
+    """:func:`fit_encoder` from what it reads of the table: the :class:`ColumnTally` of every
+    schema column (:func:`tally_table`, or summed over the chunks of a table read in chunks),
+    the columns' dtypes, the columns left out, and ``distribution``, called once with
+    ``{column: (edges, clip bounds or None)}`` for the distribution histograms (their grid
+    depends on earlier releases), returning ``{column: distribution_counts(...)}``. Every
+    step's noise is drawn in the order of the steps before ``distribution`` is called, so
+    the releases are those of :func:`fit_encoder` whatever reads the counts."""
     steps = _steps(schema)
     cat_cols = [n for n, s in steps if s == "categories"]
     if steps:
@@ -799,10 +927,10 @@ def fit_encoder(
                 f"delta: the schema discovers the categories of {cat_cols}; expected a delta in (0, 1), got {delta!r}"
             )
     delta_col = delta / len(cat_cols) if cat_cols else 0.0
-    n = len(next(iter(checked.values()))[0])
+    n = next(iter(tallies.values())).rows
     spent0 = ledger.spent if steps else 0.0
 
-    report: dict[str, Any] = {"steps": len(steps), "left_out": left_out(df, schema)}
+    report: dict[str, Any] = {"steps": len(steps), "left_out": list(left)}
     rows = None
     if steps:
         rows, info = dsc.noisy_count(n, rho=plan["count"], rng=rng, ledger=ledger, label="count rows")
@@ -817,10 +945,15 @@ def fit_encoder(
 
     fits: list[dict[str, Any]] = []
     for spec in schema.columns:
-        miss, vals = checked[spec.name]
         col_plan = plan["columns"].get(spec.name, {}) if steps else {}
-        fits.append(_fit_column(spec, miss, vals, dtypes[spec.name], schema.tokens(spec.name), col_plan,
+        fits.append(_fit_column(spec, tallies[spec.name], dtypes[spec.name], schema.tokens(spec.name), col_plan,
                                 sigma_cat if spec.name in cat_cols else None, delta_col, rng, ledger, rows))  # fmt: skip
+    pending = {spec.name: fit.pop("pending") for spec, fit in zip(schema.columns, fits) if "pending" in fit}
+    if pending:  # the distribution histograms: their noise is drawn, their counts read now (one pass)
+        counts = distribution({name: (p["edges"], p["clip"]) for name, p in pending.items()})
+        for spec, fit in zip(schema.columns, fits):
+            if spec.name in pending:
+                _finish_distribution(fit, pending[spec.name], counts[spec.name])
     # the mechanism's budget is what discovery left: bins chosen from it (post-processing)
     rho_mech = ledger.remaining if steps else None
     # the tests of "is there anything there" (a null code, an other bucket), each at its share of a table-wide rate
@@ -848,11 +981,14 @@ NULL_FALSE_POSITIVE = 0.05
 OTHER_FALSE_POSITIVE = 0.05
 
 
-def _fit_column(spec, miss, vals, dtype, tokens, plan, sigma_cat, delta_col, rng, ledger, rows) -> dict[str, Any]:
+def _fit_column(spec, tally, dtype, tokens, plan, sigma_cat, delta_col, rng, ledger, rows) -> dict[str, Any]:
     """The private measurements of one column (:mod:`~margsynth.tabular.discovery`), in the
-    order of its steps; the null cell (when the column may have nulls) joins the first."""
-    nulls = int(miss.sum()) if spec.nullable is not False else None
-    fit: dict[str, Any] = {"tokens": tokens, "dtype": dtype, "miss": miss, "steps": [], "noisy_nulls": None}
+    order of its steps; the null cell (when the column may have nulls) joins the first. The
+    distribution step's noise is drawn here and its histogram left ``"pending"`` (its counts
+    are read once every column's noise is drawn: :func:`_finish_distribution`)."""
+    nulls = tally.nulls if spec.nullable is not False else None
+    fit: dict[str, Any] = {"tokens": tokens, "dtype": dtype, "has_nulls": tally.nulls > 0, "steps": [],
+                           "noisy_nulls": None}  # fmt: skip
     steps = spec.discovers
 
     def took(info):
@@ -861,15 +997,15 @@ def _fit_column(spec, miss, vals, dtype, tokens, plan, sigma_cat, delta_col, rng
             fit["noisy_nulls"], fit["null_sigma"] = info["noisy_nulls"], info["sigma"]
 
     if "nulls" in steps:
-        (y, _), sigma = dsc.noisy_counts(np.array([len(miss) - nulls, nulls], dtype=np.float64), plan["nulls"], rng, ledger,
+        (y, _), sigma = dsc.noisy_counts(np.array([tally.rows - nulls, nulls], dtype=np.float64), plan["nulls"], rng, ledger,
                                    f"count nulls of {spec.name}")  # fmt: skip
         took({"step": "nulls", "method": "noisy null count", "sigma": sigma, "rho": plan["nulls"],
               "noisy_nulls": float(_), "values": float(y)})  # fmt: skip
         fit["values"] = float(y)
     if spec.kind != "numeric":
         if "categories" in steps:
-            keys, info = dsc.discover_categories(
-                vals[~miss].tolist(), rho=1.0 / (2.0 * sigma_cat**2), delta=delta_col, rng=rng, ledger=ledger,
+            keys, info = dsc.select_categories(
+                tally.categories, rho=1.0 / (2.0 * sigma_cat**2), delta=delta_col, rng=rng, ledger=ledger,
                 label=f"discover categories of {spec.name}", max_keep=spec.max_categories, nulls=nulls,
             )  # fmt: skip
             keys = [k for k in keys if k != category_key(spec.other_label)]  # it decodes to the same label
@@ -879,28 +1015,40 @@ def _fit_column(spec, miss, vals, dtype, tokens, plan, sigma_cat, delta_col, rng
             fit["keys"] = keys
         return fit
     integer = spec.type == "integer"
-    x = vals[~miss]
     first = nulls
     if "range" in steps:
-        (i, j), info = dsc.discover_range(x, rho=plan["range"], integer=integer, rng=rng, ledger=ledger,
-                                          label=f"discover the range of {spec.name}", nulls=first)  # fmt: skip
+        (i, j), info = dsc.release_range(tally.ranges, rho=plan["range"], integer=integer, rng=rng, ledger=ledger,
+                                         label=f"discover the range of {spec.name}", nulls=first)  # fmt: skip
         took({"step": "range", **info})
         first = None
         fit["sparse"] = info["sparse"]
     if "distribution" in steps:
         cells = dsc.distribution_cells(rows, gaussian_sigma(plan["distribution"]))
+        clip = None
         if "range" in steps:
             edges = dsc.fine_edges(0.0, 0.0, integer, cells=cells, range_index=(i, j))
         else:
             lo, hi = spec.bounds
             edges = dsc.fine_edges(lo, hi, integer, cells=cells)
-            x = np.clip(x, lo, hi)
-        dist, info = dsc.measure_distribution(x, edges, rho=plan["distribution"], rng=rng, ledger=ledger,
-                                              label=f"distribution of {spec.name}", nulls=first)  # fmt: skip
-        took({"step": "distribution", **info})
-        fit["dist"], fit["dist_sigma"] = dist, info["sigma"]
-        fit["values"] = dist.total
+            clip = (lo, hi)
+        noise, sigma = dsc.histogram_noise((edges.size + 1 + (first is not None),), plan["distribution"], rng, ledger,
+                                           f"distribution of {spec.name}")  # fmt: skip
+        fit["steps"].append(None)  # its place among the column's steps; filled by _finish_distribution
+        fit["pending"] = {"edges": edges, "clip": clip, "noise": noise, "sigma": sigma, "rho": plan["distribution"],
+                          "nulls": first}  # fmt: skip
     return fit
+
+
+def _finish_distribution(fit: dict[str, Any], pending: dict[str, Any], counts: np.ndarray) -> None:
+    """The distribution step of :func:`_fit_column` once its histogram is counted."""
+    dist, info = dsc.release_distribution(counts, pending["edges"], pending["noise"], pending["sigma"],
+                                          rho=pending["rho"], nulls=pending["nulls"])  # fmt: skip
+    info = {"step": "distribution", **info}
+    fit["steps"][fit["steps"].index(None)] = info
+    if "noisy_nulls" in info:
+        fit["noisy_nulls"], fit["null_sigma"] = info["noisy_nulls"], info["sigma"]
+    fit["dist"], fit["dist_sigma"] = dist, info["sigma"]
+    fit["values"] = dist.total
 
 
 def _nullable(spec: ColumnSpec, fit: dict[str, Any], rows: float | None, tests: int = 1) -> tuple[bool, float | None]:
@@ -939,7 +1087,7 @@ def _finish_column(spec: ColumnSpec, fit: dict[str, Any], rho_mech: float | None
     (``"other"``) and the noise of the row count (``"rows_sigma"``)."""
     tests = tests or {"nulls": 1, "other": 1, "rows_sigma": 0.0}
     nullable, null_rate = _nullable(spec, fit, rows, tests["nulls"])
-    has_nulls = bool(fit["miss"].any())
+    has_nulls = bool(fit["has_nulls"])
     tokens = tuple(fit["tokens"])
     rep: dict[str, Any] = {"kind": spec.kind, "steps": list(fit["steps"])}
     if null_rate is not None:

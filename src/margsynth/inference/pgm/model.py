@@ -206,7 +206,7 @@ def _round_column(table: np.ndarray, g: np.ndarray, rng: np.random.Generator) ->
     k = table.shape[1]
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    groups, inv, n_g = np.unique(g, return_inverse=True, return_counts=True)
+    groups, inv, n_g = _groups(g)
     mu = _conditionals(table, groups) * n_g[:, None]  # fractional counts per (group, value)
     floors = np.floor(mu)
     # floating error could make the floors overshoot n_g by one; trim the largest
@@ -242,13 +242,40 @@ def _round_column(table: np.ndarray, g: np.ndarray, rng: np.random.Generator) ->
     # column values grouped by group, in value order; then a random order within each group
     vals = np.repeat(np.tile(np.arange(k), groups.size), counts.ravel())
     vals_group = np.repeat(np.arange(groups.size), counts.sum(axis=1))
-    shuffle = np.lexsort((rng.random(n), vals_group))
+    shuffle = _by_group_then_key(vals_group, rng.random(n))
     vals = vals[shuffle]
     # records sorted by group receive the group's values
-    rec_order = np.argsort(inv, kind="stable")
+    rec_order = _stable_order(inv)
     out = np.empty(n, dtype=np.int64)
     out[rec_order] = vals
     return out
+
+
+def _groups(g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(g, return_inverse=True, return_counts=True)`` of non-negative group ids,
+    by counting when their range is small (the same arrays, without a sort)."""
+    top = int(g.max()) + 1 if g.size else 0
+    if top > 4 * g.size + (1 << 16):
+        return np.unique(g, return_inverse=True, return_counts=True)
+    counts = np.bincount(g, minlength=top)
+    present = counts > 0
+    rank = np.cumsum(present) - 1
+    return np.flatnonzero(present), rank[g], counts[present]
+
+
+def _stable_order(keys: np.ndarray) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")`` of non-negative integer keys, by numpy's radix
+    sort when they fit 16 bits (the stable order is unique: the same indices)."""
+    if keys.size and int(keys.max()) < (1 << 16):
+        return np.argsort(keys.astype(np.uint16), kind="stable")
+    return np.argsort(keys, kind="stable")
+
+
+def _by_group_then_key(group: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """``np.lexsort((key, group))``: indices by group, then key, then index — a stable sort
+    by key, then a stable sort of that by group."""
+    by_key = np.argsort(key, kind="stable")
+    return by_key[_stable_order(group[by_key])]
 
 
 def _sample_column(table: np.ndarray, g: np.ndarray, rng: np.random.Generator) -> np.ndarray:
