@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -40,6 +39,7 @@ from ..mechanisms.adagrid import (
 )
 from ..mechanisms.generators import PGMGenerator
 from ..metrics.marginal import marginal_tvs
+from ..timing import Stopwatch
 from .cache import memoize
 from .sweep import map_jobs
 
@@ -93,9 +93,9 @@ def run_one(
     Returns ``{"errors": [...], "rounds": [...], "summary": {...}}`` (plain rows)."""
     data = load(dataset)
     mech = AdaptiveGrid(dataset=dataset, queries=queries, generator=PGMGenerator(iters=iters), threshold=threshold)
-    t0 = time.perf_counter()
+    clock = Stopwatch()
     res = mech.run(data, epsilon, delta, np.random.default_rng(seed))
-    seconds = time.perf_counter() - t0
+    seconds = clock.elapsed()
     key = {"dataset": dataset, "epsilon": epsilon, "seed": seed, "queries": queries}
     measured = res.extras["marginals"]
     err_measured = marginal_tvs(data, res.synthetic, measured)

@@ -12,7 +12,6 @@ import logging
 import math
 import os
 import threading
-import time
 from collections.abc import Callable
 
 import numpy as np
@@ -26,6 +25,7 @@ from ..metrics.aemc.graph import neighbour_graph
 from ..metrics.aemc.instances import random_problem
 from ..metrics.aemc.scaling import exact_scale
 from ..metrics.baltimore import table1_specs
+from ..timing import Stopwatch
 from .cache import memoize
 from .sweep import progress_bar
 
@@ -71,11 +71,11 @@ def measure(fn: Callable[[], object], interval: float = 0.005) -> tuple[object, 
 
     th = threading.Thread(target=sample, daemon=True)
     th.start()
-    t0 = time.perf_counter()
+    clock = Stopwatch()
     try:
         out = fn()
     finally:
-        dt = time.perf_counter() - t0
+        dt = clock.elapsed()
         stop.set()
         th.join()
     peak[0] = max(peak[0], proc.memory_info().rss)

@@ -9,8 +9,6 @@ published RQ used unseeded queries, so only its magnitude is comparable.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pandas as pd
 
@@ -18,6 +16,7 @@ from ..data.baltimore import load_synthetic, load_truth, synthetic_names
 from ..metrics.aemc import AEMCProblem, solve
 from ..metrics.baltimore import TABLE1_COLUMNS, inverse_pie, range_query_error, table1_specs
 from ..metrics.mgd import marginal_table
+from ..timing import Stopwatch
 from . import published
 from .cache import memoize
 from .sweep import map_jobs
@@ -64,7 +63,7 @@ def score_file(stem: str, three_way: bool = True, seed: int = 0, authors_variant
     """
     truth, synth = load_truth(), load_synthetic(stem)
     row: dict = {"file": stem, "dataset": published_name(stem), "source": synth.source}
-    t0 = time.perf_counter()
+    clock = Stopwatch()
     row["inv_pie"] = inverse_pie(truth, synth)
     row["range_query"] = range_query_error(truth, synth, seed=seed)
     specs = table1_specs()
@@ -84,7 +83,7 @@ def score_file(stem: str, three_way: bool = True, seed: int = 0, authors_variant
     w = np.array([s.omega for s in specs])
     vals = np.array([row[c] for c in AEMC_COLUMNS])
     row["mgd"] = float(w @ vals / w.sum()) if np.isfinite(vals).all() else np.nan
-    row["seconds"] = time.perf_counter() - t0
+    row["seconds"] = clock.elapsed()
     return row
 
 

@@ -30,7 +30,6 @@ Every run is memoized on disk (``margsynth.experiments.cache``).
 from __future__ import annotations
 
 import itertools
-import time
 
 import networkx as nx
 import numpy as np
@@ -43,6 +42,7 @@ from ..mechanisms.mst import MST
 from ..mechanisms.nist_mst import NISTMST, contest_weights, mutual_information
 from ..metrics import nist2018
 from ..metrics.suite import designated_triple
+from ..timing import Stopwatch
 from .cache import memoize
 from .sweep import map_jobs
 
@@ -147,7 +147,7 @@ def run_one(mechanism: str, epsilon: float, seed: int, iters: int = 5000, delta:
     mechanism measured (NIST-MST: also Algorithm 5's tree, step-4 triples and dropped cliques)."""
     pub, priv = _data()
     rng = np.random.default_rng(seed)
-    t0 = time.perf_counter()
+    clock = Stopwatch()
     if mechanism == "NIST-MST":
         res = NISTMST(generator=PGMGenerator(iters=iters)).run(priv, epsilon, delta, rng, public=pub)
     elif mechanism == "MST":
@@ -156,7 +156,7 @@ def run_one(mechanism: str, epsilon: float, seed: int, iters: int = 5000, delta:
         res = Independent(generator=PGMGenerator(iters=min(iters, 1000)), conversion=CONVERSION).run(priv, epsilon, delta, rng)
     else:
         raise ValueError(f"unknown mechanism {mechanism!r}; expected one of {MECHANISMS}")
-    seconds = time.perf_counter() - t0
+    seconds = clock.elapsed()
     scores = nist2018.nist2018_scores(priv, res.synthetic, designated_triple(priv.domain), seed=SCORE_SEED)
     info = res.extras.get("selection", {})
     selection = {

@@ -31,7 +31,6 @@ Computed here, cached on disk per run (:func:`~margsynth.experiments.cache.memoi
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -43,6 +42,7 @@ from ..mechanisms.registry import create
 from ..metrics.evaluation import counting_queries
 from ..metrics.range_queries import RangeQuery, range_query_error, range_workload
 from ..metrics.suite import tv_kway
+from ..timing import Stopwatch
 from .cache import memoize
 from .sweep import map_jobs
 
@@ -122,14 +122,14 @@ def run_one(
     summary = {**key, "status": "ok", "delta": delta, "epsilon_spent": nan, "records": 0, "marginals": nan,
                "junction_tree_mb": nan, "tv_2way": nan, "tv_3way": nan, "range_queries": nan,
                "counting_queries": nan, "gum_rounds": nan, "gum_converged": None}  # fmt: skip
-    t0 = time.perf_counter()
+    clock = Stopwatch()
     try:
         res = mech.run(data, float(epsilon), delta, np.random.default_rng(seed))
     except ModelTooLargeError as exc:
         summary.update(status="model too large", junction_tree_mb=getattr(exc, "size_mb", nan),
-                       marginals=len(getattr(exc, "cliques", [])) or nan, seconds=time.perf_counter() - t0)  # fmt: skip
+                       marginals=len(getattr(exc, "cliques", [])) or nan, seconds=clock.elapsed())  # fmt: skip
         return {"summary": summary, "gum_trace": [], "selection": [], "budget": []}
-    summary["seconds"] = time.perf_counter() - t0
+    summary["seconds"] = clock.elapsed()
     synth = res.synthetic
     ex = res.extras
     summary.update(

@@ -38,7 +38,6 @@ figures are then redrawn from the cache in a blink).
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +52,7 @@ from ..data.registry import dataset_info
 from ..mechanisms.privsyn import PrivSyn
 from ..metrics.baltimore import inverse_pie, range_query_error, table1_specs
 from ..metrics.mgd import mgd
+from ..timing import Stopwatch
 from . import published
 from .cache import memoize
 
@@ -141,10 +141,10 @@ def privsyn_table(
     truth = load_truth()
     records = truth.to_records()
     mech = PrivSyn(max_records_per_person=max_records_per_person)
-    t0 = time.perf_counter()
+    clock = Stopwatch()
     res = mech.run(records, eps, d, np.random.default_rng(seed))
     seconds = dict(res.seconds)
-    seconds["total"] = time.perf_counter() - t0
+    seconds["total"] = clock.elapsed()
     counts = res.synthetic.to_counts().astype(np.int64)
     table = CountTable(f"PrivSyn-{eps:g}", counts, truth.domain, truth.source, eps, None)
     return PrivSynBaltimoreRun(
@@ -195,7 +195,7 @@ def score_tables(runs: Sequence[PrivSynBaltimoreRun], *, with_published: bool = 
     specs = table1_specs()
     rows = []
     for r in runs:
-        t0 = time.perf_counter()
+        clock = Stopwatch()
         res = mgd(truth.counts, r.table.counts, specs, domain=truth.domain)
         row: dict[str, Any] = {"epsilon": r.epsilon, "records": r.table.total, "seconds_privsyn": r.seconds.get("total")}
         for spec, x in zip(res.specs, res.results):
@@ -203,7 +203,7 @@ def score_tables(runs: Sequence[PrivSynBaltimoreRun], *, with_published: bool = 
         row["mgd"] = res.value
         row["range_query"] = range_query_error(truth.counts, r.table.counts)
         row["inv_pie"] = inverse_pie(truth.counts, r.table.counts)
-        row["seconds_scoring"] = time.perf_counter() - t0
+        row["seconds_scoring"] = clock.elapsed()
         rows.append(row)
     out = pd.DataFrame(rows)
     return _with_published(out) if with_published else out

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from ..data import load
 from ..mechanisms.registry import available, create
 from ..metrics.evaluation import default_target, fixed_split
 from ..metrics.suite import get_metric
+from ..timing import Stopwatch
 from .cache import memoize
 
 __all__ = ["METHODS", "Job", "grid", "map_jobs", "progress_bar", "run_job", "run_sweep"]
@@ -100,11 +100,11 @@ def run_job(job: Job) -> dict[str, Any]:
     train, test = fixed_split(data, job.dataset)
     mech = create(METHODS.get(job.method, job.method), **dict(job.params))
     rng = np.random.default_rng([job.seed, 20_240_501])
-    start = time.perf_counter()
+    clock = Stopwatch()
     result = mech.run(train, job.epsilon, job.delta, rng)
     row: dict[str, Any] = {
         "dataset": job.dataset, "epsilon": job.epsilon, "delta": job.delta, "method": job.method,
-        "seed": job.seed, "params": dict(job.params), "seconds": time.perf_counter() - start,
+        "seed": job.seed, "params": dict(job.params), "seconds": clock.elapsed(),
         "epsilon_spent": result.epsilon, "delta_spent": result.delta, "records": len(result.synthetic),
     }  # fmt: skip
     for name in job.metrics:
