@@ -125,7 +125,8 @@ class PrivPGD(Mechanism):
         if self.degree > len(data.domain):
             raise ValueError(f"degree {self.degree} exceeds the number of attributes ({len(data.domain)})")
         check_marginals_fit(data.domain, [largest(data.domain, self.degree)], f"{self.degree}-way marginal")
-        check_records(self._generator().n_particles, "synthetic_records", columns=len(data.domain))
+        which = "n_particles" if self.synthetic_records is None else "synthetic_records"
+        check_records(self._generator().n_particles, which, columns=len(data.domain))
 
     def _generator(self) -> PrivPGDGenerator:
         """The generator a run uses: :attr:`generator` with ``synthetic_records`` particles when given."""
