@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -51,7 +51,8 @@ from ..rules import Rule, RuleSet
 from .encoder import ColumnCoding, Encoder, _missing
 from .schema import Schema, category_key
 
-__all__ = ["OPERATORS", "SchemaRule", "check_satisfiable", "compile_rules", "parse_rules", "repair_values", "violations"]
+__all__ = ["OPERATORS", "SchemaRule", "check_satisfiable", "compile_rules", "parse_rules", "repair_values", "split_bins",
+           "violations"]
 
 OPERATORS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq, "!=": operator.ne}
 KINDS = ("forbid", "functional", "if", "order", "null_if")
@@ -125,9 +126,10 @@ class SchemaRule:
             return (self.order[0], self.order[2])
         return tuple(dict.fromkeys(c.column for c in (*self.premise, *self.consequence)))
 
-    def broken(self, frame: pd.DataFrame, schema: Schema) -> np.ndarray:
-        """Per row of a raw table, whether the row breaks the rule (exact, on raw values)."""
-        cols = _raw_columns(frame, schema, self.columns)
+    def broken(self, frame: pd.DataFrame, schema: Schema, cols: Mapping[str, tuple] | None = None) -> np.ndarray:
+        """Per row of a raw table, whether the row breaks the rule (exact, on raw values);
+        ``cols``: the table's columns as :func:`_raw_columns` reads them, when already read."""
+        cols = _raw_columns(frame, schema, self.columns) if cols is None else cols
         if self.order is not None:
             x, op, y = self.order
             (_, nx, mx), (_, ny, my) = cols[x], cols[y]
@@ -157,7 +159,8 @@ def _raw_columns(frame: pd.DataFrame, schema: Schema, names: Sequence[str]) -> d
     for name in names:
         values = frame[name].reset_index(drop=True)
         miss = _missing(values, schema.tokens(name))
-        keys = np.array([category_key(v) for v in values.astype(object)], dtype=object)
+        codes, uniques = pd.factorize(values.astype(object), use_na_sentinel=False)  # each distinct value keyed once
+        keys = np.array([category_key(v) for v in uniques], dtype=object)[codes]
         nums = pd.to_numeric(values.where(~pd.Series(miss)), errors="coerce").to_numpy(dtype=np.float64,
                                                                                       na_value=np.nan)  # fmt: skip
         out[name] = (keys, nums, miss)
@@ -433,9 +436,69 @@ def check_satisfiable(rules: Sequence[SchemaRule], schema: Schema) -> None:
 
 
 # ----------------------------------------------------------------------------- raw tables
+def _broken(frame: pd.DataFrame, schema: Schema, rules: Sequence[SchemaRule]) -> dict[str, np.ndarray]:
+    """Per rule, per row of a raw table, whether the row breaks it (each column read once)."""
+    cols = _raw_columns(frame, schema, list(dict.fromkeys(c for r in rules for c in r.columns)))
+    return {r.name: r.broken(frame, schema, cols) for r in rules}
+
+
 def violations(frame: pd.DataFrame, schema: Schema, rules: Sequence[SchemaRule]) -> dict[str, int]:
     """Per rule, the number of rows of a raw table that break it (exact, on raw values)."""
-    return {r.name: int(r.broken(frame, schema).sum()) for r in rules}
+    return {name: int(b.sum()) for name, b in _broken(frame, schema, rules).items()}
+
+
+def _threshold_cuts(cond: Condition, integer: bool) -> set[float]:
+    """The cut points that decide ``cond`` on every bin of a numeric column: a bin ``[a, b)``
+    lies on one side of each (integers: ``< v`` and ``>= v`` cut at ``ceil(v)``, ``<= v`` and
+    ``> v`` at ``floor(v) + 1``, ``== v`` and ``!= v`` and a listed value ``v`` at ``v`` and
+    ``v + 1``; floats: at ``v``, which leaves ``<= v`` and ``> v`` undecided on the bin
+    starting at ``v``, for the decoding)."""
+    points = [(op, v) for op, v in cond.ranges]
+    points += [("==", float(k)) for k in (cond.values or ()) if _is_number(k)]
+    out: set[float] = set()
+    for op, v in points:
+        if not integer:
+            out.add(v)
+        elif op in ("<", ">="):
+            out.add(float(math.ceil(v)))
+        elif op in ("<=", ">"):
+            out.add(float(math.floor(v) + 1))
+        elif v == math.floor(v):  # == and != (a value that is not an integer splits nothing)
+            out.update((v, v + 1.0))
+    return out
+
+
+def split_bins(encoder: Encoder, rules: Sequence[SchemaRule]) -> tuple[Encoder, dict[str, list[float]]]:
+    """``encoder`` with the thresholds of the rules' conditions (:func:`_threshold_cuts`) added
+    to the cuts of its numeric columns, so that every such condition holds on all or none of
+    the values of each bin and the rules compile to exact cells (:func:`compile_rules`) instead
+    of being left to the decoding, where rules sharing a bin can leave a row no value that
+    obeys them all (``AGEP < 15`` and ``AGEP >= 16`` within one bin ``[0, 16)``). The
+    thresholds are the rules' — public, read from the schema — so the split costs nothing;
+    each new bin keeps the private distribution within its part of the old bin (the cells
+    decoding draws from are unchanged). Order rules add no cut. Returns the encoder and, per
+    column split, the cuts added."""
+    by_name: dict[str, list[Condition]] = {}
+    for r in rules:
+        for c in (*r.premise, *r.consequence):
+            if c.null is None:
+                by_name.setdefault(c.column, []).append(c)
+    columns: list[ColumnCoding] = []
+    added: dict[str, list[float]] = {}
+    for coding in encoder.columns:
+        conds = by_name.get(coding.name, [])
+        if coding.kind != "numeric" or not coding.located or not conds:
+            columns.append(coding)
+            continue
+        integer = coding.type == "integer"
+        points = set().union(*(_threshold_cuts(c, integer) for c in conds))
+        inside = {p for p in points if (coding.lo < p <= coding.hi if integer else coding.lo < p < coding.hi)}
+        new = sorted(inside - set(coding.cuts))
+        if new:
+            added[coding.name] = new
+            coding = replace(coding, cuts=tuple(sorted({*coding.cuts, *new})))
+        columns.append(coding)
+    return (Encoder(columns) if added else encoder), added
 
 
 def repair_values(frame: pd.DataFrame, schema: Schema, rules: Sequence[SchemaRule], encoder: Encoder,
@@ -452,7 +515,7 @@ def repair_values(frame: pd.DataFrame, schema: Schema, rules: Sequence[SchemaRul
     index = {c.name: j for j, c in enumerate(encoder.columns)}
 
     def still_bad() -> dict[str, np.ndarray]:
-        return {r.name: r.broken(out, schema) for r in rules}
+        return _broken(out, schema, rules)
 
     for _ in range(REPAIR_DRAWS):
         bad = still_bad()
@@ -475,8 +538,9 @@ def repair_values(frame: pd.DataFrame, schema: Schema, rules: Sequence[SchemaRul
             return None
         e = coding.edges
         if coding.type == "integer":
-            cand = np.arange(int(e[k]), int(e[k + 1]))
-            return cand if cand.size <= most else np.unique(np.linspace(e[k], e[k + 1] - 1, most).round())
+            if e[k + 1] - e[k] <= most:  # counted before any is built: a bin may hold billions of integers
+                return np.arange(int(e[k]), int(e[k + 1]))
+            return np.unique(np.linspace(e[k], e[k + 1] - 1, most).round())
         cand = np.linspace(e[k], min(e[k + 1], coding.hi), most)
         return np.round(cand, coding.decimals) if coding.decimals is not None else cand
 
@@ -494,10 +558,10 @@ def repair_values(frame: pd.DataFrame, schema: Schema, rules: Sequence[SchemaRul
             trial = pd.concat([out.iloc[[i]]] * mesh[0].size, ignore_index=True)
             for c, v in zip(group, mesh):
                 trial[c] = v
-            ok = ~np.any([r.broken(trial, schema) for r in rules], axis=0)
+            ok = ~np.any(list(_broken(trial, schema, rules).values()), axis=0)
             if ok.any():
                 pick = rng.choice(np.flatnonzero(ok))
                 for c, v in zip(group, mesh):
                     out.loc[i, c] = v[pick]
                 break
-    return out, {r.name: int(r.broken(out, schema).sum()) for r in rules}
+    return out, violations(out, schema, rules)
