@@ -148,8 +148,10 @@ NIST_ACS_RULES: tuple[dict[str, Any], ...] = (
     {"name": "housing unit: owned or rented", "if": {"HOUSING_TYPE": _HU}, "then": {"OWN_RENT": ["1", "2"]},
      "text": "data dictionary, OWN_RENT: 1 = Own housing unit, 2 = Rent housing unit"},
     # NOC's N: "N/A (GQ/vacant)"; NPF's N: "N/A (GQ/vacant/non-family household"
-    {"name": "group quarters: no family", "if": {"HOUSING_TYPE": _GQ}, "then": {"NPF": "null", "NOC": "null"},
-     "text": "data dictionary, NOC and NPF: N = N/A (GQ/vacant...)"},
+    {"name": "group quarters: no family", "if": {"HOUSING_TYPE": _GQ}, "then": {"NPF": "null"},
+     "text": "data dictionary, NPF: N = N/A (GQ/vacant/non-family household"},
+    {"name": "group quarters: no children counted", "if": {"HOUSING_TYPE": _GQ}, "then": {"NOC": "null"},
+     "text": "data dictionary, NOC: N = N/A (GQ/vacant)"},
     {"name": "housing unit: children counted", "if": {"HOUSING_TYPE": _HU}, "then": {"NOC": "not null"},
      "text": "data dictionary, NOC: N = N/A (GQ/vacant); a person's record is never vacant"},
     # WGTP's 0: "Group quarters place holder record"; min 1 otherwise

@@ -24,6 +24,12 @@ a malformed condition is refused naming the rule; so is a set of rules that no r
 obey, checked before any charge over the coarsest domain that makes every rule exact
 (:func:`check_satisfiable`).
 
+**Thresholds as cuts** (:func:`split_bins`): before encoding, the thresholds of the rules'
+range conditions are added to the cuts of the fitted numeric columns (public: read from the
+schema), so that each such condition holds on all or none of the values of every bin. Without
+that, two rules on one bin (``AGEP < 15 -> MSP null`` and ``AGEP >= 16 -> INDP_CAT set`` over a
+bin ``[0, 16)``) can leave a row no value that obeys both, and the decoding cannot repair it.
+
 **Compiling** (:func:`compile_rules`) to the fitted encoder's domain: over a numeric column
 a condition holds *surely* on the bins entirely inside its range and *possibly* on the bins
 that meet it; a rule forbids a cell of the encoded attributes only where it is broken for
@@ -32,8 +38,9 @@ allowed row is ever forbidden. A category that private discovery sent to ``other
 "possibly" any value left out. What a cell cannot decide — a bin partly inside a range — is
 decided when decoding (:func:`repair_values`): the numeric values of a row that breaks a
 rule are drawn again within their bins, from the part of the bin where the row obeys the
-rule. Records that still break a rule are counted in the report (the decoding never
-moves a value outside its bin).
+rule (an order between two binned columns: the only rules left to it once the thresholds are
+cuts, with ``other``). Records that still break a rule are counted in the report (the decoding
+never moves a value outside its bin).
 """
 
 from __future__ import annotations
@@ -153,14 +160,19 @@ def _is_number(text: str) -> bool:
         return False
 
 
-def _raw_columns(frame: pd.DataFrame, schema: Schema, names: Sequence[str]) -> dict[str, tuple]:
-    """Per column ``(category keys, numbers, null mask)`` of a raw table."""
+def _raw_columns(frame: pd.DataFrame, schema: Schema, names: Sequence[str],
+                 numbers: Sequence[str] | None = None) -> dict[str, tuple]:  # fmt: skip
+    """Per column ``(category keys, numbers, null mask)`` of a raw table; ``numbers``: the
+    columns whose numbers are needed (default: all; the others' numbers are NaN)."""
     out = {}
     for name in names:
         values = frame[name].reset_index(drop=True)
         miss = _missing(values, schema.tokens(name))
         codes, uniques = pd.factorize(values.astype(object), use_na_sentinel=False)  # each distinct value keyed once
         keys = np.array([category_key(v) for v in uniques], dtype=object)[codes]
+        if numbers is not None and name not in numbers:
+            out[name] = (keys, np.full(len(values), np.nan), miss)
+            continue
         nums = pd.to_numeric(values.where(~pd.Series(miss)), errors="coerce").to_numpy(dtype=np.float64,
                                                                                       na_value=np.nan)  # fmt: skip
         out[name] = (keys, nums, miss)
@@ -438,8 +450,23 @@ def check_satisfiable(rules: Sequence[SchemaRule], schema: Schema) -> None:
 # ----------------------------------------------------------------------------- raw tables
 def _broken(frame: pd.DataFrame, schema: Schema, rules: Sequence[SchemaRule]) -> dict[str, np.ndarray]:
     """Per rule, per row of a raw table, whether the row breaks it (each column read once)."""
-    cols = _raw_columns(frame, schema, list(dict.fromkeys(c for r in rules for c in r.columns)))
+    numbers = {c.column for r in rules for c in (*r.premise, *r.consequence) if c.ranges}
+    numbers |= {a for r in rules if r.order is not None for a in r.columns}
+    cols = _raw_columns(frame, schema, list(dict.fromkeys(c for r in rules for c in r.columns)), numbers)
     return {r.name: r.broken(frame, schema, cols) for r in rules}
+
+
+def _decided(rule: SchemaRule, codings: Mapping[str, ColumnCoding]) -> bool:
+    """Whether every condition of ``rule`` holds on all or none of the values of each code
+    (no ``other`` bucket, no bin a threshold splits; an order never): then its compiled
+    cells decide it exactly, and records the mechanism keeps off them obey it after decoding."""
+    if rule.order is not None:
+        return False
+    for c in (*rule.premise, *rule.consequence):
+        sure, possible = _code_sets(c, codings[c.column])
+        if (sure != possible).any():
+            return False
+    return True
 
 
 def violations(frame: pd.DataFrame, schema: Schema, rules: Sequence[SchemaRule]) -> dict[str, int]:
@@ -513,14 +540,18 @@ def repair_values(frame: pd.DataFrame, schema: Schema, rules: Sequence[SchemaRul
     out = frame.copy()
     numeric = {c.name for c in encoder.columns if c.kind == "numeric"}
     index = {c.name: j for j, c in enumerate(encoder.columns)}
+    codings = {c.name: c for c in encoder.columns}
+    # the rules the cells decide exactly hold already (the mechanism keeps its records off their
+    # forbidden cells); only the others are looked for (all are counted at the end)
+    loose = [r for r in rules if not _decided(r, codings)]
 
     def still_bad() -> dict[str, np.ndarray]:
-        return _broken(out, schema, rules)
+        return _broken(out, schema, loose) if loose else {}
 
+    bad = still_bad()
     for _ in range(REPAIR_DRAWS):
-        bad = still_bad()
         rows_by_col: dict[str, np.ndarray] = {}
-        for r in rules:
+        for r in loose:
             if bad[r.name].any():
                 for c in r.columns:
                     if c in numeric:
@@ -530,6 +561,7 @@ def repair_values(frame: pd.DataFrame, schema: Schema, rules: Sequence[SchemaRul
         for c, rows in rows_by_col.items():
             idx = np.flatnonzero(rows)
             out.loc[idx, c] = encoder.decode_column(c, codes[idx, index[c]], rng).to_numpy()
+        bad = still_bad()
     def candidates(c: str, i: int, most: int) -> np.ndarray | None:
         """The values of row ``i``'s bin in column ``c`` (at most about ``most``)."""
         coding = encoder.columns[index[c]]
@@ -544,10 +576,9 @@ def repair_values(frame: pd.DataFrame, schema: Schema, rules: Sequence[SchemaRul
         cand = np.linspace(e[k], min(e[k + 1], coding.hi), most)
         return np.round(cand, coding.decimals) if coding.decimals is not None else cand
 
-    bad = still_bad()
     broken_rows = np.flatnonzero(np.any(np.array(list(bad.values())), axis=0)) if bad else np.array([], dtype=int)
     for i in broken_rows:
-        cols = list(dict.fromkeys(c for r in rules if bad[r.name][i] for c in r.columns if c in numeric))
+        cols = list(dict.fromkeys(c for r in loose if bad[r.name][i] for c in r.columns if c in numeric))
         # one column at a time, then two together (an order between two binned columns)
         tries = [(c,) for c in cols] + [(a, b) for j, a in enumerate(cols) for b in cols[j + 1 :]]
         for group in tries:
@@ -558,7 +589,7 @@ def repair_values(frame: pd.DataFrame, schema: Schema, rules: Sequence[SchemaRul
             trial = pd.concat([out.iloc[[i]]] * mesh[0].size, ignore_index=True)
             for c, v in zip(group, mesh):
                 trial[c] = v
-            ok = ~np.any(list(_broken(trial, schema, rules).values()), axis=0)
+            ok = ~np.any(list(_broken(trial, schema, loose).values()), axis=0)  # values stay in their bins
             if ok.any():
                 pick = rng.choice(np.flatnonzero(ok))
                 for c, v in zip(group, mesh):
