@@ -27,8 +27,9 @@ obey, checked before any charge over the coarsest domain that makes every rule e
 **Thresholds as cuts** (:func:`split_bins`): before encoding, the thresholds of the rules'
 range conditions are added to the cuts of the fitted numeric columns (public: read from the
 schema), so that each such condition holds on all or none of the values of every bin. Without
-that, two rules on one bin (``AGEP < 15 -> MSP null`` and ``AGEP >= 16 -> INDP_CAT set`` over a
-bin ``[0, 16)``) can leave a row no value that obeys both, and the decoding cannot repair it.
+that, two rules on one bin (``AGEP >= 15 -> MSP set`` and ``AGEP < 3 -> EDU null`` over a bin
+``[0, 16)``) decide no cell, and a row of that bin with ``MSP`` set and ``EDU`` null has no age
+that obeys both: the decoding cannot repair it.
 
 **Compiling** (:func:`compile_rules`) to the fitted encoder's domain: over a numeric column
 a condition holds *surely* on the bins entirely inside its range and *possibly* on the bins
@@ -500,7 +501,7 @@ def split_bins(encoder: Encoder, rules: Sequence[SchemaRule]) -> tuple[Encoder, 
     to the cuts of its numeric columns, so that every such condition holds on all or none of
     the values of each bin and the rules compile to exact cells (:func:`compile_rules`) instead
     of being left to the decoding, where rules sharing a bin can leave a row no value that
-    obeys them all (``AGEP < 15`` and ``AGEP >= 16`` within one bin ``[0, 16)``). The
+    obeys them all (``AGEP >= 15`` and ``AGEP < 3`` within one bin ``[0, 16)``). The
     thresholds are the rules' — public, read from the schema — so the split costs nothing;
     each new bin keeps the private distribution within its part of the old bin (the cells
     decoding draws from are unchanged). Order rules add no cut. Returns the encoder and, per
