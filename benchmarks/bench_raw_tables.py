@@ -284,7 +284,7 @@ def _rules(args) -> int:
             schemas = {"without": {k: v for k, v in with_rules.items() if k != "rules"}, "with": with_rules,
                        "cuts": _cuts_only(with_rules)}  # fmt: skip
             if not warm:  # numba's kernels load; not timed
-                _rules_run(table, schemas["with"], args.mechanisms[0], args.epsilons[0], 99, dd, checked)
+                _rules_run(table, schemas["with"], "mst", args.epsilons[0], 99, dd, checked)
                 warm = True
             print(f"\n{name} ({len(table):,} rows), {named}: {len(checked.rules)} rules")
             print(f"  {'eps':>4s} {'mechanism':11s} {'arm':7s} {'k-marginal [min, max]':>24s} {'wall s':>7s} "
