@@ -39,6 +39,23 @@ integers; decimals kept; no column loses more than 2% of its rows to ``other`` w
 is below 1% of the rows; and, for the small table at ε = 2, a category holding at least 10% of the
 rows kept in at least 99% of 100 seeds (discovery alone: :func:`~margsynth.tabular.fit_encoder`).
 
+**Rules mode** (``--rules``): the shipped schema (``nist-acs``, or ``nist-acs-21`` with
+``--features 21``) with its rules (:data:`margsynth.data.nist_schema.NIST_ACS_RULES`) against the
+same schema without them, for each excerpt, ε (δ = 1e-5), seed and mechanism (default MST and
+Independent, which enforce rules through Private-PGM's structural zeros; ``--mechanisms`` adds
+AIM). The two runs of a seed alternate (which goes first alternates too) after one untimed
+warm-up run. Printed per excerpt, ε and mechanism: the k-marginal score without and with the
+rules, the wall and CPU seconds and their ratio, the rows breaking a rule (all rules summed)
+without and with; then per rule the rows breaking it without (mean over runs) and with (the most
+in any run). ``--cuts-arm`` adds a third run per seed whose rules are replaced by vacuous ones
+with the same thresholds (each range condition beside a condition no row can fail): the
+encoder's bins as with the rules, nothing enforced — what the rules' cuts alone change.
+``--rule-growth G`` sets Private-PGM's ``RULE_GROWTH`` (how far rule cliques may grow the junction
+tree; :mod:`margsynth.inference.pgm.estimation`) for the run, a diagnostic of the rules left
+outside the model (enforced by rejection and repair in the generator instead). Targets:
+0 rows breaking every rule with the rules; score with ≥ without (mean over seeds); MST's wall
+time with / without ≤ 1.5 (mean over seeds).
+
 Run (real data; not in CI)::
 
     python benchmarks/bench_raw_tables.py                                    # everything, MST
@@ -46,8 +63,10 @@ Run (real data; not in CI)::
     python benchmarks/bench_raw_tables.py --mechanisms mst aim --epsilons 1
     python benchmarks/bench_raw_tables.py --validate --sdnist-python /path/to/venv-sdnist/bin/python
     python benchmarks/bench_raw_tables.py --small
+    python benchmarks/bench_raw_tables.py --rules --features 24 --epsilons 1 10 --seeds 0 1 2
 
-Measured numbers and their date: docs/notes/sdnist_kmarginal.md ("Running the excerpts").
+Measured numbers and their date: docs/notes/sdnist_kmarginal.md ("Running the excerpts"); the
+rules mode's in docs/notes/rules.md ("The NIST excerpts' rules").
 """
 
 from __future__ import annotations
@@ -72,6 +91,7 @@ from margsynth.data.registry import NIST_CRC_DICTIONARY, dataset_info
 from margsynth.metrics.kmarginal import kmarginal_score, subsample_baselines, validate_columns
 from margsynth.privacy import BudgetLedger
 from margsynth.tabular import Schema, draft_schema, encoder_of, fit_encoder, synthesize
+from margsynth.tabular.constraints import parse_rules, violations
 
 DELTA = 1e-5
 FRACTIONS = (0.05, 0.1, 0.2, 0.4)
@@ -80,6 +100,7 @@ LEFT_OUT_21 = ("PWGTP", "WGTP", "INDP")
 TARGET_FRACTION = {1.0: 0.1, 10.0: 0.2}
 TARGET_SECONDS = 60.0
 TARGET_DRAFT_GAP = 5.0
+TARGET_RULES_RATIO = 1.5
 SDNIST_ENV = "MARGSYNTH_SDNIST_PYTHON"
 
 
@@ -196,6 +217,128 @@ def _excerpts(args) -> int:
         print(f"  missed: {line}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+# -- the rules ---------------------------------------------------------------------------------------------
+
+
+def _cuts_only(schema: dict) -> dict:
+    """``schema`` with each rule replaced by vacuous ones holding its range conditions: each
+    range beside ``SEX`` in its two codes (never null, so never broken): the rules' cuts
+    without any rule (:func:`margsynth.tabular.constraints.split_bins`)."""
+    out = {k: v for k, v in schema.items() if k != "rules"}
+    vacuous = []
+    for r in schema.get("rules", []):
+        for col, cond in {**r.get("if", {}), **r.get("then", {})}.items():
+            if isinstance(cond, dict) and col != "SEX":
+                vacuous.append({"name": f"cut {len(vacuous)}", "if": {col: cond}, "then": {"SEX": ["1", "2"]}})
+    out["rules"] = vacuous
+    return out
+
+
+def _rules_run(table: pd.DataFrame, schema: dict, mechanism: str, eps: float, seed: int, dd: dict,
+               checked: Schema) -> dict:  # fmt: skip
+    """One run of the raw path with ``schema``: score, seconds, rows breaking each of the
+    rules of ``checked`` (the schema with the rules) in the written output."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    synthetic, report = synthesize(table, schema, mechanism, epsilon=eps, delta=DELTA, seed=seed)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    text = encoder_of(report).to_text(synthetic)  # as `margsynth synth --schema` writes it
+    rules = parse_rules(checked.rules, checked)
+    return {"score": kmarginal_score(table, text, data_dictionary=dd).score, "wall": wall, "cpu": cpu,
+            "broken": violations(text, checked, rules), "report": report.get("rules", {}),
+            "left": _left(report)}  # fmt: skip
+
+
+def _left(report: dict) -> int:
+    """How many rules the mechanism's model left to its generator (rejection and repair)."""
+    model = report["result"].extras.get("rules", {}).get("model", {}) if "rules" in report else {}
+    return len(model.get("left", []))
+
+
+def _rule_growth() -> float:
+    from margsynth.inference.pgm import estimation  # read at run time: --rule-growth may have set it
+
+    return estimation.RULE_GROWTH
+
+
+def _rules(args) -> int:
+    uptime = os.getloadavg()
+    print(f"delta {DELTA:g}; seeds {args.seeds}; load average {uptime[0]:.1f} {uptime[1]:.1f} {uptime[2]:.1f} on "
+          f"{os.cpu_count()} cores; wall and CPU seconds of the run (discovery, mechanism, decoding)")  # fmt: skip
+    if args.rule_growth is not None:
+        from margsynth.inference.pgm import estimation  # a diagnostic: the growth allowed to rule cliques
+
+        estimation.RULE_GROWTH = args.rule_growth
+    print(f"Private-PGM's RULE_GROWTH {_rule_growth():g}")
+    arms = ["without", "with"] + (["cuts"] if args.cuts_arm else [])
+    failures, rows = [], []
+    warm = False
+    for name in args.excerpts:
+        table, dd = load_raw(name), load_data_dictionary(name)
+        for features in args.features:
+            named = "nist-acs" if features == 24 else "nist-acs-21"
+            with_rules = nist_acs_schema(name, named)
+            checked = Schema.from_dict(with_rules)
+            schemas = {"without": {k: v for k, v in with_rules.items() if k != "rules"}, "with": with_rules,
+                       "cuts": _cuts_only(with_rules)}  # fmt: skip
+            if not warm:  # numba's kernels load; not timed
+                _rules_run(table, schemas["with"], "mst", args.epsilons[0], 99, dd, checked)
+                warm = True
+            print(f"\n{name} ({len(table):,} rows), {named}: {len(checked.rules)} rules")
+            print(f"  {'eps':>4s} {'mechanism':11s} {'arm':7s} {'k-marginal [min, max]':>24s} {'wall s':>7s} "
+                  f"{'cpu s':>6s} {'rows breaking a rule (runs)':>28s}")  # fmt: skip
+            per_rule: dict[tuple[float, str], dict[str, dict[str, list[int]]]] = {}
+            for eps in args.epsilons:
+                for mech in args.mechanisms:
+                    runs: dict[str, list[dict]] = {a: [] for a in arms}
+                    for i, seed in enumerate(args.seeds):
+                        order = arms if i % 2 == 0 else arms[::-1]
+                        for arm in order:
+                            runs[arm].append(_rules_run(table, schemas[arm], mech, eps, seed, dd, checked))
+                    for arm in arms:
+                        rs = runs[arm]
+                        total = [sum(r["broken"].values()) for r in rs]
+                        print(f"  {eps:4g} {mech:11s} {arm:7s} {_fmt([r['score'] for r in rs]):>24s} "
+                              f"{statistics.fmean(r['wall'] for r in rs):7.2f} "
+                              f"{statistics.fmean(r['cpu'] for r in rs):6.2f} {str(total):>28s}"
+                              + (f"  rules left to the generator {[r['left'] for r in rs]}" if arm == "with" else ""),
+                              flush=True)  # fmt: skip
+                    sw = statistics.fmean(r["score"] for r in runs["with"])
+                    so = statistics.fmean(r["score"] for r in runs["without"])
+                    ww = statistics.fmean(r["wall"] for r in runs["with"])
+                    wo = statistics.fmean(r["wall"] for r in runs["without"])
+                    cw = statistics.fmean(r["cpu"] for r in runs["with"])
+                    co = statistics.fmean(r["cpu"] for r in runs["without"])
+                    print(f"  {'':4s} {mech:11s} with/without: score {sw - so:+.1f} points, wall x{ww / wo:.2f}, "
+                          f"cpu x{cw / co:.2f}")  # fmt: skip
+                    where = f"{name}/{named}/eps {eps:g}/{mech}"
+                    left = {k: v for r in runs["with"] for k, v in r["broken"].items() if v}
+                    if left:
+                        failures.append(f"{where}: rules broken with the rules: {left}")
+                    if sw < so:
+                        failures.append(f"{where}: score with the rules {sw:.1f} < without {so:.1f}")
+                    if mech == "mst" and ww / wo > TARGET_RULES_RATIO:
+                        failures.append(f"{where}: wall time with / without x{ww / wo:.2f} > x{TARGET_RULES_RATIO:g}")
+                    per_rule[eps, mech] = {a: {k: [r["broken"][k] for r in runs[a]] for k in runs[a][0]["broken"]}
+                                           for a in arms}  # fmt: skip
+                    rows.append({"excerpt": name, "schema": named, "epsilon": eps, "mechanism": mech,
+                                 "runs": {a: [{k: v for k, v in r.items() if k != "report"} for r in runs[a]]
+                                          for a in arms}})  # fmt: skip
+            keys = list(next(iter(per_rule.values()))["with"])
+            heads = [f"{m[:3]} e{e:g}" for e, m in per_rule]
+            print("\n  rows breaking each rule without the rules (mean over seeds; with the rules: the most in any run)")
+            print(f"  {'rule':45s} " + " ".join(f"{h:>14s}" for h in heads))
+            for k in keys:
+                cells = [f"{statistics.fmean(v['without'][k]):7.1f} / {max(v['with'][k]):d}" for v in per_rule.values()]
+                print(f"  {k[:45]:45s} " + " ".join(f"{c:>14s}" for c in cells))
+    print("\ntargets: " + ("all met" if not failures else f"{len(failures)} missed"))
+    for line in failures:
+        print(f"  missed: {line}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
     return 0
 
 
@@ -381,15 +524,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--features", nargs="+", type=int, default=[24, 21], choices=[24, 21])
     ap.add_argument("--epsilons", nargs="+", type=float, default=[1.0, 10.0])
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    ap.add_argument("--mechanisms", nargs="+", default=["mst"], choices=["mst", "aim"],
-                    help="AIM is slow at eps 10 on 21 features: opt in")  # fmt: skip
+    ap.add_argument("--mechanisms", nargs="+", default=None, choices=["mst", "aim", "independent"],
+                    help="default mst (--rules: mst independent); AIM is slow at eps 10 on 21 features: opt in")  # fmt: skip
     ap.add_argument("--schemas", nargs="+", default=None, choices=["dictionary", "draft"],
                     help="default: both (--validate: draft)")  # fmt: skip
     ap.add_argument("--json", metavar="PATH", help="also write every run's numbers as JSON")
     ap.add_argument("--validate", action="store_true", help="SDNist's validator on the output, per column")
     ap.add_argument("--sdnist-python", default=os.environ.get(SDNIST_ENV), help=f"with --validate (or ${SDNIST_ENV})")
     ap.add_argument("--small", action="store_true", help="the small-table and mixed-type checks")
+    ap.add_argument("--rules", action="store_true", help="the shipped schema with its rules against without them")
+    ap.add_argument("--cuts-arm", action="store_true", help="with --rules: also the rules' cuts alone")
+    ap.add_argument("--rule-growth", type=float, default=None, help="with --rules: Private-PGM's RULE_GROWTH")
     args = ap.parse_args(argv)
+    if args.mechanisms is None:
+        args.mechanisms = ["mst", "independent"] if args.rules else ["mst"]
+    if args.rules:
+        if args.features == [24, 21]:
+            args.features = [24]
+        return _rules(args)
     if args.schemas is None:
         args.schemas = ["draft"] if args.validate else ["dictionary", "draft"]
     if args.small:

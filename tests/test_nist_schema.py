@@ -13,11 +13,13 @@ from margsynth.cli import main
 from margsynth.data.nist_schema import (
     NAMED_SCHEMAS,
     NIST_ACS_RULES,
+    acs_rules,
     excerpt_pumas,
     nist_acs_schema,
     schema_from_dictionary,
 )
 from margsynth.tabular import Schema
+from margsynth.tabular.constraints import check_satisfiable, parse_rules, violations
 from margsynth.tabular.encoder import check_table, left_out
 
 from .conftest import needs_real
@@ -83,7 +85,6 @@ def test_features_and_pumas():
 
 def test_named_schemas_and_the_excerpts_pumas():
     assert NAMED_SCHEMAS["nist-acs-21"] == ("PWGTP", "WGTP", "INDP") and NAMED_SCHEMAS["nist-acs"] == ()
-    assert NIST_ACS_RULES == ()  # the place of the rules; none yet
     assert excerpt_pumas("ma2018", DD) == ["25-00001"] and excerpt_pumas("tx2018", DD) == ["48-00002"]
     assert excerpt_pumas("national2018", DD) == ["01-00003", "06-00004"]
     full = nist_acs_schema("tx2018", "nist-acs", dictionary=DD)
@@ -94,6 +95,51 @@ def test_named_schemas_and_the_excerpts_pumas():
     for args, needle in [(("ma2018", "nope"), "named schema"), (("adult", "nist-acs"), "NIST excerpt")]:
         with pytest.raises(ValueError, match=needle):
             nist_acs_schema(*args, dictionary=DD)
+
+
+def test_the_shipped_rules_parse_and_are_satisfiable_without_the_data():
+    """The rules against a schema of the excerpts' 24 features built from a dictionary of
+    their shape (no file read): every rule parses, the set is satisfiable, the 21-feature set
+    keeps exactly the rules without INDP, WGTP and PWGTP, and a contradicting rule is refused."""
+    names = {"PUMA", "AGEP", "SEX", "MSP", "HISP", "RAC1P", "NOC", "NPF", "HOUSING_TYPE", "OWN_RENT", "DENSITY",
+             "INDP", "INDP_CAT", "EDU", "PINCP", "PINCP_DECILE", "POVPIP", "DVET", "DREM", "DPHY", "DEYE", "DEAR",
+             "WGTP", "PWGTP"}  # fmt: skip
+    rule_cols = set()
+    for r in NIST_ACS_RULES:
+        rule_cols |= {r["order"][0], r["order"][2]} if "order" in r else {*r["if"], *r["then"]}
+        assert r.get("text", "").startswith("data dictionary"), r["name"]
+    assert rule_cols <= names
+    dd = {
+        "PUMA": {"values": {"25-00001": "a"}},
+        "AGEP": {"values": {"min": 0, "max": 99}},
+        "NOC": {"values": {"N": "n/a", "0": "none", "min": 1, "max": 19}},
+        "NPF": {"values": {"N": "n/a", "min": 2, "max": 20}},
+        "HOUSING_TYPE": {"values": {"1": "HU", "2": "IGQ", "3": "NIGQ"}},
+        "OWN_RENT": {"values": {"0": "GQ", "1": "own", "2": "rent"}},
+        "INDP": {"description": "free codes"},
+        "INDP_CAT": {"values": {"N": "n/a", **{str(k): str(k) for k in range(19)}}},
+        "EDU": {"values": {"N": "n/a", **{str(k): str(k) for k in range(1, 13)}}},
+        "WGTP": {"values": {"0": "GQ", "min": 1, "max": 9999}},
+        **{f: {"values": {"N": "n/a", "1": "a", "2": "b"}} for f in ("MSP", "DREM", "DPHY")},
+        "PINCP": {"values": {"N": "n/a", "min": -9000, "max": 1341000}},
+        "PINCP_DECILE": {"values": {"N": "n/a", **{str(k): str(k) for k in range(10)}}},
+    }
+    full = Schema.from_dict(nist_acs_schema("ma2018", "nist-acs", dictionary=dd))
+    rules = parse_rules(full.rules, full)
+    assert len(full.rules) == len(NIST_ACS_RULES) == 43
+    check_satisfiable(rules, full)
+    sub = [r["name"] for r in acs_rules([f for f in dd if f not in NAMED_SCHEMAS["nist-acs-21"]])]
+    assert len(sub) == 20 and not any("industry " in n and "category " in n for n in sub)
+    assert "no industry under 16" in sub and "group quarters: housing weight 0" not in sub
+    # two rules each satisfiable beside the shipped ones, not together: no row is left
+    clash = [{"name": "clash: no group quarters", "forbid": {"HOUSING_TYPE": ["2", "3"]}},
+             {"name": "clash: no owner or renter", "forbid": {"OWN_RENT": ["1", "2"]}}]  # fmt: skip
+    for extra in ([clash[0]], [clash[1]]):
+        ok = Schema.from_dict({**nist_acs_schema("ma2018", "nist-acs", dictionary=dd), "rules": [*full.rules, *extra]})
+        check_satisfiable(parse_rules(ok.rules, ok), ok)
+    bad = Schema.from_dict({**nist_acs_schema("ma2018", "nist-acs", dictionary=dd), "rules": [*full.rules, *clash]})
+    with pytest.raises(ValueError, match="clash"):
+        check_satisfiable(parse_rules(bad.rules, bad), bad)
 
 
 # -- the real excerpts ------------------------------------------------------------------------------------
@@ -156,3 +202,29 @@ def test_cli_takes_the_shipped_schema_by_name(tmp_path, capsys):
     assert main(args) == 2
     err = capsys.readouterr().err
     assert "--schema" in err and "nist-acs" in err and err.count("\n") == 1
+
+
+@needs_real("ma2018")
+@needs_real("tx2018")
+@needs_real("national2018")
+@pytest.mark.parametrize("name", EXCERPTS)
+def test_every_shipped_rule_holds_on_each_excerpts_real_rows(name):
+    """A rule a real row breaks is no rule: every rule shipped with ``nist-acs`` and
+    ``nist-acs-21`` has no violation on the excerpt's rows, and each set is satisfiable."""
+    from margsynth.data import load_raw
+
+    t = load_raw(name)
+    for schema, count in (("nist-acs", 43), ("nist-acs-21", 20)):
+        s = Schema.from_dict(nist_acs_schema(name, schema))
+        rules = parse_rules(s.rules, s)
+        assert len(rules) == count
+        check_satisfiable(rules, s)
+        counts = violations(t, s, rules)
+        assert counts and set(counts.values()) == {0}, {k: v for k, v in counts.items() if v}
+    # not vacuous: the same count on rows with one feature changed finds each broken row
+    s = Schema.from_dict(nist_acs_schema(name))
+    rules = parse_rules(s.rules, s)
+    counts = violations(t.assign(MSP="1", INDP_CAT="N"), s, rules)
+    ages = t["AGEP"].astype(int)
+    assert counts["MSP null under 15"] == int((ages < 15).sum()) > 0
+    assert counts["industry category and code null together"] == int((t["INDP"] != "N").sum()) > 0

@@ -11,7 +11,7 @@ import pytest
 
 from margsynth.privacy import BudgetLedger
 from margsynth.tabular import Schema, fit_encoder, synthesize
-from margsynth.tabular.constraints import check_satisfiable, compile_rules, parse_rules, violations
+from margsynth.tabular.constraints import check_satisfiable, compile_rules, parse_rules, split_bins, violations
 
 COLUMNS = [
     {"name": "AGEP", "kind": "numeric", "type": "integer", "bounds": [0, 99], "binning": "quantile", "bins": 7},
@@ -25,6 +25,7 @@ COLUMNS = [
 ]
 RULES = [
     {"name": "children", "if": {"AGEP": {"<": 15}}, "then": {"EDU": {"<=": 9}, "PINCP": "null"}},
+    {"name": "schooling from 15", "if": {"AGEP": {">=": 15}}, "then": {"EDU": {">=": 10}}},
     {"name": "family", "order": ["NPF", ">", "NOC"]},
     {"name": "group quarters", "null_if": "OWN", "when": {"HT": [2, 3]}},
     {"name": "owners", "forbid": {"HT": [2, 3], "OWN": [1, 2]}},
@@ -36,7 +37,7 @@ def table(n: int = 3000, seed: int = 0) -> pd.DataFrame:
     """Rows that obey every rule, as the text of a CSV."""
     rng = np.random.default_rng(seed)
     age = rng.integers(0, 90, n)
-    edu = np.where(age < 15, rng.integers(1, 10, n), rng.integers(1, 17, n))
+    edu = np.where(age < 15, rng.integers(1, 10, n), rng.integers(10, 17, n))
     inc = np.where(age < 15, np.nan, rng.lognormal(10, 1, n).round(0))
     npf = rng.integers(1, 8, n)
     noc = np.minimum(rng.integers(0, 5, n), npf - 1)
@@ -110,6 +111,39 @@ def test_compiling_never_forbids_a_row_that_obeys_the_rules(seed):
     bad.loc[:9, "HT"] = "3"
     bad.loc[:9, "OWN"] = "1"
     assert compiled.violations(enc.encode(bad))["owners"] >= 10
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_split_bins_make_every_threshold_exact(seed):
+    """After :func:`split_bins`, each range condition holds on all or none of the integers of
+    every bin (brute force), the private cuts are kept, and the compiled rules catch exactly
+    the encoded rows that break a rule (every rule but the order decided by cells)."""
+    df = table(2000, seed)
+    enc, _ = fit_encoder(df, SCHEMA, ledger=BudgetLedger.from_dp(2.0, 1e-6), rng=np.random.default_rng(seed),
+                         delta=1e-7)  # fmt: skip
+    rules = parse_rules(SCHEMA.rules, SCHEMA)
+    split, added = split_bins(enc, rules)
+    before, after = {c.name: c for c in enc.columns}, {c.name: c for c in split.columns}
+    for name, coding in after.items():
+        if coding.kind == "numeric":
+            assert set(before[name].cuts) <= set(coding.cuts)
+            assert sorted(set(coding.cuts) - set(before[name].cuts)) == added.get(name, [])
+    conds = [c for r in rules for c in (*r.premise, *r.consequence) if c.ranges and after[c.column].kind == "numeric"]
+    assert {c.column for c in conds} == {"AGEP"}
+    for c in conds:
+        e = after[c.column].edges
+        for a, b in zip(e[:-1], e[1:]):
+            held = {c.interval_holds(v, v)[0] for v in range(int(a), int(b))}
+            assert len(held) == 1, (c, a, b)
+    assert 15.0 in after["AGEP"].cuts
+    # exact: a row breaks a cell-decided rule in raw values iff its codes fall on a forbidden cell
+    bad = df.copy()
+    bad.loc[:99, "EDU"] = "5"  # adults with little schooling, children with much: both rules on AGEP broken
+    bad.loc[100:199, "EDU"] = "12"
+    raw = violations(bad, SCHEMA, rules)
+    coded = compile_rules(rules, split).violations(split.encode(bad))
+    for name in ("children", "schooling from 15"):
+        assert raw[name] > 0 and coded[name] == raw[name], name
 
 
 @pytest.mark.parametrize("mechanism", ["mst", "aim", "privsyn", "independent"])

@@ -37,13 +37,22 @@ nist-acs``). A function rather than a JSON file in the package: the dictionary s
 home of the codes and ranges (it is verified by SHA-256 and fetched with every excerpt, so it
 is there whenever an excerpt is), and the PUMA list depends on the excerpt.
 
-**Rules.** Deterministic relations between the features (a child has no income, ``INDP_CAT``
-is a function of ``INDP``, ...) are not part of the schema: :data:`NIST_ACS_RULES` is where
-they will be listed; it is empty.
+**Rules.** :data:`NIST_ACS_RULES` lists the deterministic relations between the features that
+the dictionary states (an ``N`` defined as "N/A (less than 15 years old)" is null exactly below
+that age; ``OWN_RENT``'s ``0`` is "Group quarters"; ``WGTP``'s ``0`` is the "Group quarters place
+holder record"; ``INDP_CAT`` is ``INDP``'s sector) or that follow from the survey's definitions of
+a family and an own child (a family is a householder and the persons related to them; an own
+child of the householder is one of them): schema rules (:mod:`margsynth.tabular.constraints`),
+each with a comment naming its entry. Relations merely observed in the data are not rules and are
+not listed (a child under 15 with at most "grade 9-12, no diploma" is common, not defined).
+:func:`nist_acs_schema` ships the rules whose columns the named schema keeps (``nist-acs-21``:
+none of ``INDP``'s or ``WGTP``'s). Every rule has no violation on the real rows of the three
+excerpts (``tests/test_nist_schema.py``); docs/notes/rules.md measures what they cost and give.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -51,7 +60,9 @@ from typing import Any
 from .loaders import NIST_EXCERPTS, load_data_dictionary
 
 __all__ = [
+    "acs_rules",
     "EXCERPT_STATES",
+    "INDUSTRY_SECTORS",
     "NAMED_SCHEMAS",
     "NIST_ACS_RULES",
     "NULL_TOKEN",
@@ -71,9 +82,103 @@ NAMED_SCHEMAS: dict[str, tuple[str, ...]] = {
 #: The state codes (the first two digits of a PUMA code) of each excerpt's PUMAs; ``None``:
 #: every PUMA of the dictionary outside the other excerpts' states.
 EXCERPT_STATES: dict[str, tuple[str, ...] | None] = {"ma2018": ("25",), "tx2018": ("48",), "national2018": None}
-#: Deterministic relations between the excerpts' features, for the rules of a later version
-#: (none yet; the schema above is the whole of what is shipped).
-NIST_ACS_RULES: tuple[()] = ()
+
+
+def _null_below(feature: str, age: int, entry: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``feature`` is null below ``age`` and holds a value from it: the dictionary's ``N`` is
+    "N/A (less than ``age`` years old)" (``entry``), which leaves no other reason for a null."""
+    text = f"data dictionary, {feature}: N = {entry!r}"
+    return (
+        {"name": f"{feature} null under {age}", "if": {"AGEP": {"<": age}}, "then": {feature: "null"}, "text": text},
+        {"name": f"{feature} set from {age}", "if": {"AGEP": {">=": age}}, "then": {feature: "not null"}, "text": text},
+    )
+
+
+#: ``INDP_CAT``'s sectors as ranges of ``INDP`` codes: ``(first, last, INDP_CAT code)``. The
+#: dictionary links ``INDP`` to the ACS PUMS data dictionary, where each industry code's label
+#: begins with its sector's abbreviation (``AGR-``, ``EXT-``, ...), the abbreviations that begin
+#: ``INDP_CAT``'s labels; the 2018 industry codes of each sector form one range.
+INDUSTRY_SECTORS: tuple[tuple[int, int, str], ...] = (
+    (170, 290, "0"),  # AGR: Agriculture, Forestry, Fishing and Hunting
+    (370, 490, "1"),  # EXT: Mining, Quarrying, and Oil and Gas Extraction
+    (570, 690, "2"),  # UTL: Utilities
+    (770, 770, "3"),  # CON: Construction
+    (1070, 3990, "4"),  # MFG: Manufacturing
+    (4070, 4590, "5"),  # WHL: Wholesale Trade
+    (4670, 5790, "6"),  # RET: Retail Trade
+    (6070, 6390, "7"),  # TRN: Transportation and Warehousing
+    (6470, 6780, "8"),  # INF: Information
+    (6870, 7190, "9"),  # FIN: Finance, Insurance, Real Estate
+    (7270, 7790, "10"),  # PRF: Professional, Scientific and Technical Services
+    (7860, 7890, "11"),  # EDU: Educational Services
+    (7970, 8290, "12"),  # MED: Health Care
+    (8370, 8470, "13"),  # SCA: Social Assistance
+    (8560, 8690, "14"),  # ENT: Arts, Entertainment, Accommodation, Food Services and Recreation
+    (8770, 9290, "15"),  # SRV: Other Services
+    (9370, 9590, "16"),  # ADM: Government, Public Administration
+    (9670, 9870, "17"),  # MIL: Military
+    (9920, 9920, "18"),  # UNEMPLOYED (INDP 9920: unemployed, no work experience in the last 5 years or never worked)
+)
+_GQ, _HU = ["2", "3"], ["1"]  # HOUSING_TYPE: group quarters (institutional, non-institutional); housing unit
+#: The deterministic relations between the excerpts' features (module docstring), as schema
+#: rules (:mod:`margsynth.tabular.constraints`); each comment names the dictionary entry.
+NIST_ACS_RULES: tuple[dict[str, Any], ...] = (
+    *_null_below("MSP", 15, "N/A (age less than 15 years)"),  # MSP's N
+    *_null_below("PINCP", 15, "N/A (less than 15 years old)"),  # PINCP's N
+    *_null_below("PINCP_DECILE", 15, "N/A (less than 15 years old"),  # PINCP_DECILE's N
+    *_null_below("EDU", 3, "N/A (less than 3 years old)"),  # EDU's N
+    *_null_below("DREM", 5, "N/A (Less than 5 years old)"),  # DREM's N
+    *_null_below("DPHY", 5, "N/A (Less than 5 years old)"),  # DPHY's N
+    # INDP_CAT's N: "N/A (less than 16 years old, or last worked more than 5 years ago, or never worked)"
+    {"name": "no industry under 16", "if": {"AGEP": {"<": 16}}, "then": {"INDP_CAT": "null"},
+     "text": "data dictionary, INDP_CAT: N = N/A (less than 16 years old, ...)"},
+    # INDP's N (the PUMS dictionary it links: "N/A (less than 16 years old/NILF who last worked more than 5 years
+    # ago or never worked)") is INDP_CAT's N: the two are null together
+    {"name": "industry code and category null together", "if": {"INDP": "null"}, "then": {"INDP_CAT": "null"},
+     "text": "data dictionary, INDP and INDP_CAT: the same N/A"},
+    {"name": "industry category and code null together", "if": {"INDP_CAT": "null"}, "then": {"INDP": "null"},
+     "text": "data dictionary, INDP and INDP_CAT: the same N/A"},
+    # INDP -> INDP_CAT: INDP_CAT is INDP's sector (INDUSTRY_SECTORS)
+    *({"name": f"industry {lo}-{hi} is category {cat}", "if": {"INDP": {">=": lo, "<=": hi}},
+       "then": {"INDP_CAT": [cat]}, "text": "data dictionary, INDP_CAT: the sector of the INDP code"}
+      for lo, hi, cat in INDUSTRY_SECTORS),
+    # OWN_RENT's 0: "Group quarters"; 1, 2: "Own / Rent housing unit"
+    {"name": "group quarters: OWN_RENT 0", "if": {"HOUSING_TYPE": _GQ}, "then": {"OWN_RENT": ["0"]},
+     "text": "data dictionary, OWN_RENT: 0 = Group quarters"},
+    {"name": "housing unit: owned or rented", "if": {"HOUSING_TYPE": _HU}, "then": {"OWN_RENT": ["1", "2"]},
+     "text": "data dictionary, OWN_RENT: 1 = Own housing unit, 2 = Rent housing unit"},
+    # NOC's N: "N/A (GQ/vacant)"; NPF's N: "N/A (GQ/vacant/non-family household"
+    {"name": "group quarters: no family", "if": {"HOUSING_TYPE": _GQ}, "then": {"NPF": "null"},
+     "text": "data dictionary, NPF: N = N/A (GQ/vacant/non-family household"},
+    {"name": "group quarters: no children counted", "if": {"HOUSING_TYPE": _GQ}, "then": {"NOC": "null"},
+     "text": "data dictionary, NOC: N = N/A (GQ/vacant)"},
+    {"name": "housing unit: children counted", "if": {"HOUSING_TYPE": _HU}, "then": {"NOC": "not null"},
+     "text": "data dictionary, NOC: N = N/A (GQ/vacant); a person's record is never vacant"},
+    # WGTP's 0: "Group quarters place holder record"; min 1 otherwise
+    {"name": "group quarters: housing weight 0", "if": {"HOUSING_TYPE": _GQ}, "then": {"WGTP": {"==": 0}},
+     "text": "data dictionary, WGTP: 0 = Group quarters place holder record"},
+    {"name": "housing unit: housing weight >= 1", "if": {"HOUSING_TYPE": _HU}, "then": {"WGTP": {">=": 1}},
+     "text": "data dictionary, WGTP: min 1 for a housing unit"},
+    # NPF ("Number of persons in family") and NOC ("Number of own children in household"): the householder's own
+    # children are related to the householder, so they and the householder are in the family
+    {"name": "family larger than its children", "order": ["NPF", ">", "NOC"],
+     "text": "data dictionary, NPF and NOC: a family holds the householder and their own children"},
+    {"name": "own children: a family", "if": {"NOC": {">=": 1}}, "then": {"NPF": "not null"},
+     "text": "data dictionary, NPF: N = N/A (... non-family household); own children make a family"},
+)
+
+
+def _rule_columns(rule: Mapping[str, Any]) -> set[str]:
+    """The columns one schema rule names."""
+    if "order" in rule:
+        return {rule["order"][0], rule["order"][2]}
+    return {*rule.get("if", {}), *rule.get("then", {})}
+
+
+def acs_rules(features: Sequence[str]) -> list[dict[str, Any]]:
+    """The rules of :data:`NIST_ACS_RULES` whose columns are all among ``features``."""
+    keep = set(features)
+    return [copy.deepcopy(r) for r in NIST_ACS_RULES if _rule_columns(r) <= keep]
 
 
 def _decimals(value: float) -> int:
@@ -165,24 +270,30 @@ def excerpt_pumas(name: str, dictionary: Mapping[str, Mapping[str, Any]]) -> lis
 
 def nist_acs_schema(name: str = "ma2018", schema: str = "nist-acs", dictionary: Mapping | None = None) -> dict[str, Any]:
     """The named ``schema`` (:data:`NAMED_SCHEMAS`) of the NIST excerpt ``name``, built from the
-    registered data dictionary (or ``dictionary``) with the excerpt's own PUMAs (module
-    docstring): the JSON form of a :class:`margsynth.tabular.Schema`."""
+    registered data dictionary (or ``dictionary``) with the excerpt's own PUMAs and the rules
+    of :data:`NIST_ACS_RULES` whose columns it keeps (module docstring): the JSON form of a
+    :class:`margsynth.tabular.Schema`."""
     if schema not in NAMED_SCHEMAS:
         raise ValueError(f"schema {schema!r}: not a named schema; expected one of {', '.join(NAMED_SCHEMAS)}")
     if name not in NIST_EXCERPTS:
         raise ValueError(f"name {name!r}: not a NIST excerpt; expected one of {', '.join(NIST_EXCERPTS)}")
     dd = load_data_dictionary(name) if dictionary is None else dictionary
     features = [f for f in dd if f not in NAMED_SCHEMAS[schema]]
-    return schema_from_dictionary(dd, features=features, pumas=excerpt_pumas(name, dd))
+    out = schema_from_dictionary(dd, features=features, pumas=excerpt_pumas(name, dd))
+    out["rules"] = acs_rules(features)
+    return out
 
 
 def named_schema(schema: str, dataset: str | None) -> dict[str, Any]:
     """The named ``schema`` for the table ``dataset``: a NIST excerpt's name gives its own PUMAs
     (:func:`nist_acs_schema`); any other table (a CSV of an excerpt) every PUMA of the
-    registered dictionary."""
+    registered dictionary. Both with the rules of :func:`acs_rules`."""
     if schema not in NAMED_SCHEMAS:
         raise ValueError(f"schema {schema!r}: not a named schema; expected one of {', '.join(NAMED_SCHEMAS)}")
     if dataset in NIST_EXCERPTS:
         return nist_acs_schema(dataset, schema)
     dd = load_data_dictionary()
-    return schema_from_dictionary(dd, features=[f for f in dd if f not in NAMED_SCHEMAS[schema]])
+    features = [f for f in dd if f not in NAMED_SCHEMAS[schema]]
+    out = schema_from_dictionary(dd, features=features)
+    out["rules"] = acs_rules(features)
+    return out

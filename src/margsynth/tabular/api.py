@@ -45,7 +45,7 @@ from ..mechanisms import registry
 from ..mechanisms.base import Mechanism, check_memory_limit, check_privacy_params, check_seed, memory_limit
 from ..privacy import BudgetLedger
 from ..timing import Stopwatch
-from .constraints import SchemaRule, check_satisfiable, compile_rules, parse_rules, repair_values
+from .constraints import SchemaRule, check_satisfiable, compile_rules, parse_rules, repair_values, split_bins
 from .encoder import Encoder, check_sizes, check_table, discovery_budget, domain_extremes, fit_encoder
 from .schema import Schema
 
@@ -182,6 +182,9 @@ class PreparedRun:
             delta=delta_cat if self.category_steps else None, checked=self.checked,
         )  # fmt: skip
         t_pre = clock.elapsed()
+        split: dict[str, list[float]] = {}
+        if self.rules:  # the rules' thresholds as cuts: their conditions exact on every bin
+            encoder, split = split_bins(encoder, self.rules)
         data = encoder.encode(self.df)
         run_kw: dict[str, Any] = {}
         if self.public is not None:
@@ -196,7 +199,8 @@ class PreparedRun:
         rule_report: dict[str, Any] = {}
         if self.rules:  # what the cells could not decide, decided within the bins
             synthetic, left = repair_values(synthetic, self.schema, self.rules, encoder, result.synthetic.codes, rng)
-            rule_report = {"compiled": [] if compiled is None else list(compiled.names), "violations": left}
+            rule_report = {"compiled": [] if compiled is None else list(compiled.names), "cuts_added": split,
+                           "violations": left}
         synthetic = synthetic[[str(c) for c in self.df.columns if str(c) in self.schema.names]]  # the table's order
         report = self.report(result, prep, encoder, ledger, budget, seed, len(synthetic),
                              {"preprocessing": t_pre, **result.seconds, "total": clock.elapsed()})  # fmt: skip

@@ -24,6 +24,13 @@ a malformed condition is refused naming the rule; so is a set of rules that no r
 obey, checked before any charge over the coarsest domain that makes every rule exact
 (:func:`check_satisfiable`).
 
+**Thresholds as cuts** (:func:`split_bins`): before encoding, the thresholds of the rules'
+range conditions are added to the cuts of the fitted numeric columns (public: read from the
+schema), so that each such condition holds on all or none of the values of every bin. Without
+that, two rules on one bin (``AGEP >= 15 -> MSP set`` and ``AGEP < 3 -> EDU null`` over a bin
+``[0, 16)``) decide no cell, and a row of that bin with ``MSP`` set and ``EDU`` null has no age
+that obeys both: the decoding cannot repair it.
+
 **Compiling** (:func:`compile_rules`) to the fitted encoder's domain: over a numeric column
 a condition holds *surely* on the bins entirely inside its range and *possibly* on the bins
 that meet it; a rule forbids a cell of the encoded attributes only where it is broken for
@@ -32,8 +39,9 @@ allowed row is ever forbidden. A category that private discovery sent to ``other
 "possibly" any value left out. What a cell cannot decide — a bin partly inside a range — is
 decided when decoding (:func:`repair_values`): the numeric values of a row that breaks a
 rule are drawn again within their bins, from the part of the bin where the row obeys the
-rule. Records that still break a rule are counted in the report (the decoding never
-moves a value outside its bin).
+rule (an order between two binned columns: the only rules left to it once the thresholds are
+cuts, with ``other``). Records that still break a rule are counted in the report (the decoding
+never moves a value outside its bin).
 """
 
 from __future__ import annotations
@@ -41,7 +49,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -51,7 +59,8 @@ from ..rules import Rule, RuleSet
 from .encoder import ColumnCoding, Encoder, _missing
 from .schema import Schema, category_key
 
-__all__ = ["OPERATORS", "SchemaRule", "check_satisfiable", "compile_rules", "parse_rules", "repair_values", "violations"]
+__all__ = ["OPERATORS", "SchemaRule", "check_satisfiable", "compile_rules", "parse_rules", "repair_values", "split_bins",
+           "violations"]
 
 OPERATORS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq, "!=": operator.ne}
 KINDS = ("forbid", "functional", "if", "order", "null_if")
@@ -125,9 +134,10 @@ class SchemaRule:
             return (self.order[0], self.order[2])
         return tuple(dict.fromkeys(c.column for c in (*self.premise, *self.consequence)))
 
-    def broken(self, frame: pd.DataFrame, schema: Schema) -> np.ndarray:
-        """Per row of a raw table, whether the row breaks the rule (exact, on raw values)."""
-        cols = _raw_columns(frame, schema, self.columns)
+    def broken(self, frame: pd.DataFrame, schema: Schema, cols: Mapping[str, tuple] | None = None) -> np.ndarray:
+        """Per row of a raw table, whether the row breaks the rule (exact, on raw values);
+        ``cols``: the table's columns as :func:`_raw_columns` reads them, when already read."""
+        cols = _raw_columns(frame, schema, self.columns) if cols is None else cols
         if self.order is not None:
             x, op, y = self.order
             (_, nx, mx), (_, ny, my) = cols[x], cols[y]
@@ -151,13 +161,19 @@ def _is_number(text: str) -> bool:
         return False
 
 
-def _raw_columns(frame: pd.DataFrame, schema: Schema, names: Sequence[str]) -> dict[str, tuple]:
-    """Per column ``(category keys, numbers, null mask)`` of a raw table."""
+def _raw_columns(frame: pd.DataFrame, schema: Schema, names: Sequence[str],
+                 numbers: Sequence[str] | None = None) -> dict[str, tuple]:  # fmt: skip
+    """Per column ``(category keys, numbers, null mask)`` of a raw table; ``numbers``: the
+    columns whose numbers are needed (default: all; the others' numbers are NaN)."""
     out = {}
     for name in names:
         values = frame[name].reset_index(drop=True)
         miss = _missing(values, schema.tokens(name))
-        keys = np.array([category_key(v) for v in values.astype(object)], dtype=object)
+        codes, uniques = pd.factorize(values.astype(object), use_na_sentinel=False)  # each distinct value keyed once
+        keys = np.array([category_key(v) for v in uniques], dtype=object)[codes]
+        if numbers is not None and name not in numbers:
+            out[name] = (keys, np.full(len(values), np.nan), miss)
+            continue
         nums = pd.to_numeric(values.where(~pd.Series(miss)), errors="coerce").to_numpy(dtype=np.float64,
                                                                                       na_value=np.nan)  # fmt: skip
         out[name] = (keys, nums, miss)
@@ -433,9 +449,84 @@ def check_satisfiable(rules: Sequence[SchemaRule], schema: Schema) -> None:
 
 
 # ----------------------------------------------------------------------------- raw tables
+def _broken(frame: pd.DataFrame, schema: Schema, rules: Sequence[SchemaRule]) -> dict[str, np.ndarray]:
+    """Per rule, per row of a raw table, whether the row breaks it (each column read once)."""
+    numbers = {c.column for r in rules for c in (*r.premise, *r.consequence) if c.ranges}
+    numbers |= {a for r in rules if r.order is not None for a in r.columns}
+    cols = _raw_columns(frame, schema, list(dict.fromkeys(c for r in rules for c in r.columns)), numbers)
+    return {r.name: r.broken(frame, schema, cols) for r in rules}
+
+
+def _decided(rule: SchemaRule, codings: Mapping[str, ColumnCoding]) -> bool:
+    """Whether every condition of ``rule`` holds on all or none of the values of each code
+    (no ``other`` bucket, no bin a threshold splits; an order never): then its compiled
+    cells decide it exactly, and records the mechanism keeps off them obey it after decoding."""
+    if rule.order is not None:
+        return False
+    for c in (*rule.premise, *rule.consequence):
+        sure, possible = _code_sets(c, codings[c.column])
+        if (sure != possible).any():
+            return False
+    return True
+
+
 def violations(frame: pd.DataFrame, schema: Schema, rules: Sequence[SchemaRule]) -> dict[str, int]:
     """Per rule, the number of rows of a raw table that break it (exact, on raw values)."""
-    return {r.name: int(r.broken(frame, schema).sum()) for r in rules}
+    return {name: int(b.sum()) for name, b in _broken(frame, schema, rules).items()}
+
+
+def _threshold_cuts(cond: Condition, integer: bool) -> set[float]:
+    """The cut points that decide ``cond`` on every bin of a numeric column: a bin ``[a, b)``
+    lies on one side of each (integers: ``< v`` and ``>= v`` cut at ``ceil(v)``, ``<= v`` and
+    ``> v`` at ``floor(v) + 1``, ``== v`` and ``!= v`` and a listed value ``v`` at ``v`` and
+    ``v + 1``; floats: at ``v``, which leaves ``<= v`` and ``> v`` undecided on the bin
+    starting at ``v``, for the decoding)."""
+    points = [(op, v) for op, v in cond.ranges]
+    points += [("==", float(k)) for k in (cond.values or ()) if _is_number(k)]
+    out: set[float] = set()
+    for op, v in points:
+        if not integer:
+            out.add(v)
+        elif op in ("<", ">="):
+            out.add(float(math.ceil(v)))
+        elif op in ("<=", ">"):
+            out.add(float(math.floor(v) + 1))
+        elif v == math.floor(v):  # == and != (a value that is not an integer splits nothing)
+            out.update((v, v + 1.0))
+    return out
+
+
+def split_bins(encoder: Encoder, rules: Sequence[SchemaRule]) -> tuple[Encoder, dict[str, list[float]]]:
+    """``encoder`` with the thresholds of the rules' conditions (:func:`_threshold_cuts`) added
+    to the cuts of its numeric columns, so that every such condition holds on all or none of
+    the values of each bin and the rules compile to exact cells (:func:`compile_rules`) instead
+    of being left to the decoding, where rules sharing a bin can leave a row no value that
+    obeys them all (``AGEP >= 15`` and ``AGEP < 3`` within one bin ``[0, 16)``). The
+    thresholds are the rules' — public, read from the schema — so the split costs nothing;
+    each new bin keeps the private distribution within its part of the old bin (the cells
+    decoding draws from are unchanged). Order rules add no cut. Returns the encoder and, per
+    column split, the cuts added."""
+    by_name: dict[str, list[Condition]] = {}
+    for r in rules:
+        for c in (*r.premise, *r.consequence):
+            if c.null is None:
+                by_name.setdefault(c.column, []).append(c)
+    columns: list[ColumnCoding] = []
+    added: dict[str, list[float]] = {}
+    for coding in encoder.columns:
+        conds = by_name.get(coding.name, [])
+        if coding.kind != "numeric" or not coding.located or not conds:
+            columns.append(coding)
+            continue
+        integer = coding.type == "integer"
+        points = set().union(*(_threshold_cuts(c, integer) for c in conds))
+        inside = {p for p in points if (coding.lo < p <= coding.hi if integer else coding.lo < p < coding.hi)}
+        new = sorted(inside - set(coding.cuts))
+        if new:
+            added[coding.name] = new
+            coding = replace(coding, cuts=tuple(sorted({*coding.cuts, *new})))
+        columns.append(coding)
+    return (Encoder(columns) if added else encoder), added
 
 
 def repair_values(frame: pd.DataFrame, schema: Schema, rules: Sequence[SchemaRule], encoder: Encoder,
@@ -450,14 +541,18 @@ def repair_values(frame: pd.DataFrame, schema: Schema, rules: Sequence[SchemaRul
     out = frame.copy()
     numeric = {c.name for c in encoder.columns if c.kind == "numeric"}
     index = {c.name: j for j, c in enumerate(encoder.columns)}
+    codings = {c.name: c for c in encoder.columns}
+    # the rules the cells decide exactly hold already (the mechanism keeps its records off their
+    # forbidden cells); only the others are looked for (all are counted at the end)
+    loose = [r for r in rules if not _decided(r, codings)]
 
     def still_bad() -> dict[str, np.ndarray]:
-        return {r.name: r.broken(out, schema) for r in rules}
+        return _broken(out, schema, loose) if loose else {}
 
+    bad = still_bad()
     for _ in range(REPAIR_DRAWS):
-        bad = still_bad()
         rows_by_col: dict[str, np.ndarray] = {}
-        for r in rules:
+        for r in loose:
             if bad[r.name].any():
                 for c in r.columns:
                     if c in numeric:
@@ -467,6 +562,7 @@ def repair_values(frame: pd.DataFrame, schema: Schema, rules: Sequence[SchemaRul
         for c, rows in rows_by_col.items():
             idx = np.flatnonzero(rows)
             out.loc[idx, c] = encoder.decode_column(c, codes[idx, index[c]], rng).to_numpy()
+        bad = still_bad()
     def candidates(c: str, i: int, most: int) -> np.ndarray | None:
         """The values of row ``i``'s bin in column ``c`` (at most about ``most``)."""
         coding = encoder.columns[index[c]]
@@ -475,15 +571,15 @@ def repair_values(frame: pd.DataFrame, schema: Schema, rules: Sequence[SchemaRul
             return None
         e = coding.edges
         if coding.type == "integer":
-            cand = np.arange(int(e[k]), int(e[k + 1]))
-            return cand if cand.size <= most else np.unique(np.linspace(e[k], e[k + 1] - 1, most).round())
+            if e[k + 1] - e[k] <= most:  # counted before any is built: a bin may hold billions of integers
+                return np.arange(int(e[k]), int(e[k + 1]))
+            return np.unique(np.linspace(e[k], e[k + 1] - 1, most).round())
         cand = np.linspace(e[k], min(e[k + 1], coding.hi), most)
         return np.round(cand, coding.decimals) if coding.decimals is not None else cand
 
-    bad = still_bad()
     broken_rows = np.flatnonzero(np.any(np.array(list(bad.values())), axis=0)) if bad else np.array([], dtype=int)
     for i in broken_rows:
-        cols = list(dict.fromkeys(c for r in rules if bad[r.name][i] for c in r.columns if c in numeric))
+        cols = list(dict.fromkeys(c for r in loose if bad[r.name][i] for c in r.columns if c in numeric))
         # one column at a time, then two together (an order between two binned columns)
         tries = [(c,) for c in cols] + [(a, b) for j, a in enumerate(cols) for b in cols[j + 1 :]]
         for group in tries:
@@ -494,10 +590,10 @@ def repair_values(frame: pd.DataFrame, schema: Schema, rules: Sequence[SchemaRul
             trial = pd.concat([out.iloc[[i]]] * mesh[0].size, ignore_index=True)
             for c, v in zip(group, mesh):
                 trial[c] = v
-            ok = ~np.any([r.broken(trial, schema) for r in rules], axis=0)
+            ok = ~np.any(list(_broken(trial, schema, loose).values()), axis=0)  # values stay in their bins
             if ok.any():
                 pick = rng.choice(np.flatnonzero(ok))
                 for c, v in zip(group, mesh):
                     out.loc[i, c] = v[pick]
                 break
-    return out, {r.name: int(r.broken(out, schema).sum()) for r in rules}
+    return out, violations(out, schema, rules)
