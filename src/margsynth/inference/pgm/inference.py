@@ -375,14 +375,27 @@ def marginal(
                 c = stack.pop()
                 order.append(c)
                 stack.extend(kids[c])
-            msgs: dict[int, tuple[tuple[str, ...], np.ndarray]] = {}
+            met: dict[int, frozenset] = {}
             for c in reversed(order):
+                met[c] = frozenset(a for a in tables[c][1] if a in want).union(*(met[k] for k in kids[c]))
+
+            def message(c: int) -> tuple[tuple[str, ...], np.ndarray]:
+                # P(met | sep), the joint at the top: it depends on the clique, its separator
+                # and the wanted attributes at or below it only, so queries that share them
+                # (AIM's candidates) share it
                 sep, kept, table = tables[c]
-                ops = [(kept, table), *(msgs.pop(k) for k in kids[c])]
-                met = dict.fromkeys(a for at, _ in ops for a in at if a in want)
-                scope = tuple(dict.fromkeys([*sep, *met]))
-                msgs[c] = (scope, contract(ops, scope))
-            out = contract([msgs[top]], attrs)
+                key = ("message", c, sep, met[c])
+                hit = cache.get(key) if cache is not None else None
+                if hit is not None:
+                    return hit
+                ops = [(kept, table), *(message(k) for k in kids[c])]
+                scope = tuple(dict.fromkeys([*sep, *(a for at, _ in ops for a in at if a in want)]))
+                out = (scope, contract(ops, scope))
+                if cache is not None:
+                    cache[key] = out
+                return out
+
+            out = contract([message(top)], attrs)
         return np.ascontiguousarray(out / max(out.sum(), 1e-300))
     if method not in ("messages", "einsum", "log"):
         raise ValueError(f"method must be 'messages', 'einsum' or 'log', got {method!r}")
