@@ -448,12 +448,13 @@ def test_random_structures_match_brute_force(sizes, data):
         np.testing.assert_allclose(model.probabilities(attrs), brute_marginal(dom, joint, attrs), atol=1e-9, rtol=0)
 
 
-def test_marginal_messages_agree_with_einsum_log_and_brute_force_on_a_branching_tree():
-    """The default elimination (clique-by-clique messages, kept per (clique, separator,
-    wanted attributes below) in the model's cache) against the one-einsum and log-space
-    paths and the dense joint, for every 2- and 3-way query outside the cliques of a model
-    whose covering subtrees branch (a clique with two children on the path); queries in
-    a random order share one cache, so a message computed for one query serves others."""
+def test_marginal_agrees_with_log_space_elimination_and_brute_force_on_a_branching_tree():
+    """Variable elimination by one ``einsum`` (its path searched with the intermediate bound
+    of :func:`~margsynth.inference.pgm.factor.contract`) against log-space elimination and
+    the dense joint, for every 2- and 3-way query outside the cliques of a model whose
+    covering subtrees branch (several tables meet at one clique, where numpy's default bound
+    made the path one contraction of all operands); queries in a random order share one
+    cache of reduced tables."""
     sizes = {"a": 2, "b": 3, "c": 2, "d": 3, "e": 2, "f": 3, "g": 2, "h": 2}
     dom = Domain.from_sizes(sizes)
     cliques = [("a", "b", "c"), ("c", "d"), ("c", "e", "f"), ("f", "g"), ("b", "h"), ("d", "h")]
@@ -468,12 +469,30 @@ def test_marginal_messages_agree_with_einsum_log_and_brute_force_on_a_branching_
         q = queries[i]
         want = brute_marginal(dom, joint, q)
         got = marginal(model.tree, model.clique_marginals(), q, cache=shared)
-        np.testing.assert_allclose(got, want, atol=1e-12, rtol=0, err_msg=f"{q} messages")
-        for method in ("einsum", "log"):
-            other = marginal(model.tree, model.clique_marginals(), q, method=method)
-            np.testing.assert_allclose(other, got, atol=1e-12, rtol=0, err_msg=f"{q} {method}")
-        # without a cache: the same numbers (the cached message is the one this query computes)
+        np.testing.assert_allclose(got, want, atol=1e-12, rtol=0, err_msg=f"{q}")
+        logve = marginal(model.tree, model.clique_marginals(), q, method="log")
+        np.testing.assert_allclose(logve, got, atol=1e-12, rtol=0, err_msg=f"{q} log")
+        # without the cache: the same numbers
         np.testing.assert_allclose(marginal(model.tree, model.clique_marginals(), q), got, atol=1e-15, rtol=0)
-    assert any(k[0] == "message" for k in shared if isinstance(k, tuple))
-    with pytest.raises(ValueError, match="method must be"):
-        marginal(model.tree, model.clique_marginals(), queries[0], method="nope")
+
+
+def test_contract_paths_take_pairwise_steps_where_all_at_once_would_be_a_nested_loop():
+    """Four tables meeting at one clique (AIM's ACS models): numpy's default bound (the
+    largest operand) leaves a single step over every index; ours gives pairwise steps with
+    the same result."""
+    from margsynth.inference.pgm import factor
+
+    rng = np.random.default_rng(0)
+    sizes = dict(zip("abcdefg", (2, 7, 3, 3, 13, 11, 2)))
+    extra = {"h": 23, "i": 21, "j": 20}
+    shape = {**sizes, **extra}
+    ops = [(tuple("abcdefg"), None), (tuple("acdefgh"), None), (tuple("abcdegi"), None), (tuple("abfj"), None)]
+    ops = [(at, rng.random(tuple(shape[a] for a in at))) for at, _ in ops]
+    factor._PATHS.clear()
+    got = factor.contract(ops, ("h", "i", "j"))
+    (path,) = [p for k, p in factor._PATHS.items() if k[0].startswith("abcdefg,")]
+    assert len(path) == 4  # "einsum_path" and three pairwise steps
+    default = np.einsum_path("abcdefg,acdefgh,abcdegi,abfj->hij", *(a for _, a in ops), optimize="greedy")[0]
+    assert len(default) == 2  # numpy's bound: one step over all operands
+    want = np.einsum("abcdefg,acdefgh,abcdegi,abfj->hij", *(a for _, a in ops), optimize=False)
+    np.testing.assert_allclose(got, want, rtol=1e-12)

@@ -317,7 +317,7 @@ def marginal(
     probs: Sequence[np.ndarray],
     attrs: Sequence[str],
     *,
-    method: str = "messages",
+    method: str = "einsum",
     cache: dict | None = None,
 ) -> np.ndarray:
     """Probability table over ``attrs`` (in the given order) of the calibrated model.
@@ -325,18 +325,11 @@ def marginal(
     Inside a clique: a sum over that clique's marginal. Otherwise variable
     elimination over the smallest covering subtree ``T`` of the junction tree,
     using the junction-tree factorisation ``P(x_T) = mu_R prod_{C != R} P(x_{C\\S_C} | x_{S_C})``
-    (``R`` the subtree's top clique, ``S_C`` the separator to the parent).
-    ``method="messages"`` (default) eliminates clique by clique, leaves first: each
-    clique's conditional table times its children's messages is summed down to its
-    separator and the wanted attributes met so far (one small ``einsum`` per clique,
-    :func:`~.factor.contract`), so no intermediate holds more than a clique's wanted and
-    separator attributes. ``method="einsum"`` contracts all the subtree's tables in one
-    ``einsum`` with numpy's greedy path (the previous default; on AIM's models of the
-    21-feature ACS excerpt that path built intermediates of millions of cells, up to 10 s
-    for one 3-way marginal where the messages take 25 ms, docs/notes/aim.md);
-    ``method="log"`` runs log-space :func:`variable_elimination` on
-    ``log mu_C - log mu_S`` (slower, for checking; also the fallback when the subtree has
-    more than 52 attributes). The three agree up to rounding.
+    (``R`` the subtree's top clique, ``S_C`` the separator to the parent):
+    ``method="einsum"`` (default) contracts those probability tables in one
+    optimised ``einsum`` (:func:`~.factor.contract`); ``method="log"`` runs
+    log-space :func:`variable_elimination` on ``log mu_C - log mu_S`` (slower,
+    for checking; also the fallback when the subtree has more than 52 attributes).
     Each factor is first summed down to the attributes it shares with the others or
     the output (its separators inside the subtree and the wanted attributes).
     ``cache`` (a dict owned by the caller, e.g. the model) keeps the conditional tables
@@ -349,92 +342,50 @@ def marginal(
     i = tree.find_clique(attrs)
     if i is not None:
         return np.ascontiguousarray(align(probs[i], tree.cliques[i], attrs, reduce=True))
-    sub = tree.covering_subtree(attrs)
-    inside = set(sub)
+    sub = set(tree.covering_subtree(attrs))
     n_attrs = len({a for c in sub for a in tree.cliques[c]})
-    if method in ("einsum", "messages") and n_attrs <= 52:
+    if method == "einsum" and n_attrs <= 52:
+        ops = []
         want = set(attrs)
-        kids = {c: [k for k in tree.children(c) if k in inside] for c in sub}
-        tables = {}
         for c in sorted(sub):
             p = tree.parent[c]
-            sep = tree.separator(c) if p >= 0 and p in inside else ()
+            sep = tree.separator(c) if p >= 0 and p in sub else ()
             # the attributes this factor shares with the rest of the contraction: the wanted
             # ones and its separators inside the subtree (by the running-intersection
             # property no other clique of the subtree holds any other attribute of it, so
             # those are summed out of this factor alone, before the contraction)
-            shared = want.union(sep, *(tree.separator(k) for k in kids[c]))
+            shared = want.union(sep, *(tree.separator(k) for k in tree.children(c) if k in sub))
             kept = tuple(a for a in tree.cliques[c] if a in shared)
-            tables[c] = (sep, kept, _reduced(tree, probs, c, sep, kept, cache))
-        if method == "einsum":
-            out = contract([(kept, table) for _, kept, table in tables.values()], attrs)
-        else:
-            top = next(c for c in sub if tree.parent[c] not in inside)
-            order, stack = [], [top]
-            while stack:  # pre-order from the top; reversed, every clique comes after its children
-                c = stack.pop()
-                order.append(c)
-                stack.extend(kids[c])
-            met: dict[int, frozenset] = {}
-            for c in reversed(order):
-                met[c] = frozenset(a for a in tables[c][1] if a in want).union(*(met[k] for k in kids[c]))
-
-            def message(c: int) -> tuple[tuple[str, ...], np.ndarray]:
-                # P(met | sep), the joint at the top: it depends on the clique, its separator
-                # and the wanted attributes at or below it only, so queries that share them
-                # (AIM's candidates) share it
-                sep, kept, table = tables[c]
-                key = ("message", c, sep, met[c])
-                hit = cache.get(key) if cache is not None else None
-                if hit is not None:
-                    return hit
-                ops = [(kept, table), *(message(k) for k in kids[c])]
-                scope = tuple(dict.fromkeys([*sep, *(a for at, _ in ops for a in at if a in want)]))
-                out = (scope, contract(ops, scope))
+            key = ("reduced", c, kept, bool(sep))  # a conditional below the top, a marginal at it
+            table = cache.get(key) if cache is not None else None
+            if table is None:
+                if sep:
+                    cond = cache.get(c) if cache is not None else None
+                    if cond is None:
+                        ps = align(probs[c], tree.cliques[c], sep, reduce=True)
+                        inv = np.zeros_like(ps)
+                        np.divide(1.0, ps, out=inv, where=ps > 0)
+                        cond = probs[c] * align(inv, sep, tree.cliques[c])
+                        if cache is not None:
+                            cache[c] = cond
+                else:
+                    cond = probs[c]
+                table = align(cond, tree.cliques[c], kept, reduce=True)
                 if cache is not None:
-                    cache[key] = out
-                return out
-
-            out = contract([message(top)], attrs)
+                    cache[key] = table
+            ops.append((kept, table))
+        out = contract(ops, attrs)
         return np.ascontiguousarray(out / max(out.sum(), 1e-300))
-    if method not in ("messages", "einsum", "log"):
-        raise ValueError(f"method must be 'messages', 'einsum' or 'log', got {method!r}")
+    if method not in ("einsum", "log"):
+        raise ValueError(f"method must be 'einsum' or 'log', got {method!r}")
     factors = []
     for c in sorted(sub):
         factors.append(Factor.from_probabilities(tree.cliques[c], probs[c]))
         p = tree.parent[c]
-        if p >= 0 and p in inside:
+        if p >= 0 and p in sub:
             sep = tree.separator(c)
             if sep:
                 ps = align(probs[c], tree.cliques[c], sep, reduce=True)
                 factors.append(Factor(sep, _safe_neglog(ps)))
     sizes = {a: tree.domain[a].size for a in tree.domain.names}
     return np.exp(variable_elimination(factors, attrs, sizes).values)
-
-
-def _reduced(
-    tree: JunctionTree, probs: Sequence[np.ndarray], c: int, sep: tuple[str, ...], kept: tuple[str, ...],
-    cache: dict | None,
-) -> np.ndarray:
-    """Clique ``c``'s table for :func:`marginal`: its conditional ``P(x_C | x_S)`` given the
-    separator ``sep`` to its parent in the subtree (its marginal when ``sep`` is empty),
-    summed down to ``kept``; kept in ``cache`` with the conditional."""
-    key = ("reduced", c, kept, bool(sep))  # a conditional below the top, a marginal at it
-    table = cache.get(key) if cache is not None else None
-    if table is not None:
-        return table
-    if sep:
-        cond = cache.get(c) if cache is not None else None
-        if cond is None:
-            ps = align(probs[c], tree.cliques[c], sep, reduce=True)
-            inv = np.zeros_like(ps)
-            np.divide(1.0, ps, out=inv, where=ps > 0)
-            cond = probs[c] * align(inv, sep, tree.cliques[c])
-            if cache is not None:
-                cache[c] = cond
-    else:
-        cond = probs[c]
-    table = align(cond, tree.cliques[c], kept, reduce=True)
-    if cache is not None:
-        cache[key] = table
-    return table
