@@ -43,6 +43,19 @@ With ``--repeat K`` every path runs K times per seed, interleaved; the run of me
 time stands for the seed in the summaries and the targets, and the repeats must agree
 exactly (selections and tv-3way: the same seed gives the same result).
 
+**Versions across datasets and budgets** (``--epsilons E1 E2 ...``): AIM() of this tree
+("new") against AIM() of another source tree ("old", ``--old-src DIR``, e.g. the ``src`` of
+``git worktree add /tmp/aim-old <revision>``), interleaved (old, new for every seed), each
+run in a fresh process under ``--timeout`` seconds, per dataset and ε: ``adult`` (δ = 1e-9,
+quality tv-3way) and ``ma2018`` (the NIST ACS excerpt, 21 features, through the raw-table
+path ``margsynth.tabular.synthesize`` with the named schema ``nist-acs-21``, δ = 1e-5,
+quality SDNist's k-marginal score, ``margsynth.metrics.kmarginal``; see
+docs/notes/sdnist_kmarginal.md). Printed per run: wall and CPU seconds (a run past the
+timeout prints ``> T s`` and has no quality), quality, rounds, and whether old and new
+selected the same cliques; per (dataset, ε) the old / new ratios of wall and CPU time over
+the seeds both finished. ``python benchmarks/bench_aim.py --epsilons 1 2.5 10 --old-src
+/tmp/aim-old/src [--datasets adult ma2018] [--seeds 0 1 2] [--timeout 600]``.
+
 Run: ``python benchmarks/bench_aim.py --seeds 0 1 2 [--paths reference fast exact] [--convergence]
 [--before-src DIR] [--repeat K] [--mst] [--verbose]``.
 
@@ -199,6 +212,122 @@ def _worker(path: str, seed: int, epsilon: float, delta: float, verbose: bool, c
     print("RESULT " + json.dumps(out), flush=True)
 
 
+def _version_worker(dataset: str, seed: int, epsilon: float) -> None:
+    """One AIM() run of whatever ``margsynth`` is first on the path (this tree or ``--old-src``),
+    on ``dataset`` (adult or ma2018 through the raw path); prints one JSON line."""
+    from margsynth.timing import Stopwatch
+
+    if dataset == "adult":
+        from margsynth.data import load
+        from margsynth.mechanisms.registry import create
+        from margsynth.metrics.suite import tv_kway
+
+        data = load("adult")
+        clock = Stopwatch()
+        res = create("aim").run(data, epsilon, 1e-9, np.random.default_rng(seed))
+        wall, cpu = clock.elapsed(), clock.cpu()
+        quality = tv_kway(data, res.synthetic, 3)
+    else:
+        from margsynth.data import load_data_dictionary, load_raw, nist_acs_schema
+        from margsynth.metrics.kmarginal import kmarginal_score
+        from margsynth.tabular import encoder_of, synthesize
+
+        table, dd = load_raw(dataset), load_data_dictionary(dataset)
+        clock = Stopwatch()
+        synthetic, report = synthesize(
+            table, nist_acs_schema(dataset, "nist-acs-21"), "aim", epsilon=epsilon, delta=1e-5, seed=seed
+        )
+        wall, cpu = clock.elapsed(), clock.cpu()
+        res = report["result"]
+        quality = kmarginal_score(table, encoder_of(report).to_text(synthetic), data_dictionary=dd).score
+    trace = res.extras["trace"]
+    out = {
+        "wall": wall,
+        "cpu": cpu,
+        "quality": quality,
+        "rounds": res.extras["rounds"],
+        "selected": [list(t["clique"]) for t in trace],
+        "seconds": {k: float(v) for k, v in res.seconds.items()},
+        "model_mb": res.extras["model_mb"],
+    }
+    print("RESULT " + json.dumps(out), flush=True)
+
+
+def _versions(args) -> int:
+    """``--epsilons``: old against new per dataset, epsilon and seed (module docstring)."""
+    from margsynth.timing import Stopwatch
+
+    if not args.old_src:
+        raise SystemExit("--epsilons needs --old-src DIR (the src directory of the old code)")
+    sources = {"old": os.path.abspath(args.old_src), "new": os.path.join(os.path.dirname(__file__), "..", "src")}
+    metric = {"adult": "tv-3way", "ma2018": "k-marginal"}
+    print(
+        f"AIM(), old ({sources['old']}) against new (this tree); seeds {args.seeds}; timeout {args.timeout:g} s; "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the start"
+    )
+    for dataset in args.datasets:
+        for eps in args.epsilons:
+            print(f"\n{dataset}, eps={eps:g} ({metric[dataset]}; CPU s of the child process)", flush=True)
+            got: dict[str, list[dict | None]] = {"old": [], "new": []}
+            for seed in args.seeds:
+                for name in ("old", "new"):
+                    env = {**os.environ, "PYTHONPATH": os.path.abspath(sources[name])}
+                    cmd = [sys.executable, os.path.abspath(__file__), "--version-worker", dataset, str(seed), repr(eps)]
+                    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    clock = Stopwatch()
+                    try:
+                        proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=env, timeout=args.timeout)
+                        r = next((json.loads(x[7:]) for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
+                        if r is None:
+                            raise RuntimeError(f"{name} {dataset} eps={eps} seed={seed} failed: {proc.stdout[-2000:]}")
+                    except subprocess.TimeoutExpired:
+                        r = None
+                    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    child_cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+                    got[name].append(r)
+                    if r is None:
+                        print(f"  seed={seed} {name}: > {args.timeout:g} s wall (stopped; {child_cpu:.0f} s CPU)",
+                              flush=True)  # fmt: skip
+                        continue
+                    sec = r["seconds"]
+                    print(
+                        f"  seed={seed} {name}: {r['wall']:7.1f} s wall {r['cpu']:7.1f} s CPU (process "
+                        f"{clock.elapsed():.1f} / {child_cpu:.1f}); {metric[dataset]} {r['quality']:.4f}; "
+                        f"{r['rounds']} rounds (select {sec.get('select', 0):.1f}, estimate {sec.get('estimate', 0):.1f}, "
+                        f"generate {sec.get('generate', 0):.1f} s); final model {r['model_mb']:.1f} MB",
+                        flush=True,
+                    )
+                o, n = got["old"][-1], got["new"][-1]
+                if o and n:
+                    a, b = o["selected"], n["selected"]
+                    k = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None)
+                    same = (
+                        "same selections"
+                        if a == b
+                        else (f"selections differ from round {k + 1 if k is not None else min(len(a), len(b)) + 1}")
+                    )
+                    print(f"  seed={seed}: {same}; wall old/new {o['wall'] / n['wall']:.2f}x, "
+                          f"CPU {o['cpu'] / n['cpu']:.2f}x", flush=True)  # fmt: skip
+            both = [(o, n) for o, n in zip(got["old"], got["new"]) if o and n]
+            q = {k: [r["quality"] for r in v if r] for k, v in got.items()}
+            line = "  ".join(
+                f"{k}: {metric[dataset]} mean {np.mean(v):.4f} over {len(v)}" if v else f"{k}: none finished"
+                for k, v in q.items()
+            )
+            print(f"  {line}")
+            if both:
+                print(
+                    f"  ratio old/new (seeds both finished): wall {np.mean([o['wall'] / n['wall'] for o, n in both]):.2f}x, "
+                    f"CPU {np.mean([o['cpu'] / n['cpu'] for o, n in both]):.2f}x", flush=True,
+                )  # fmt: skip
+            late = [(s, n) for s, o, n in zip(args.seeds, got["old"], got["new"]) if o is None and n is not None]
+            if late:
+                lower = ", ".join(f"seed {s}: > {args.timeout / n['wall']:.1f}x" for s, n in late)
+                print(f"  old past the timeout, new finished: wall ratio {lower}", flush=True)
+    print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
+    return 0
+
+
 def _run(path: str, seed: int, args) -> dict:
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", path, str(seed)]
     cmd += ["--epsilon", repr(args.epsilon), "--delta", repr(args.delta)] + (["--verbose"] if args.verbose else [])
@@ -243,8 +372,18 @@ def main(argv: list[str] | None = None) -> int:
         "mirror descent for 1,000 (2,500) iterations from the same warm start, and report how many of our "
         "iterations reach its loss (the times then include those extra fits)",
     )
+    ap.add_argument("--epsilons", type=float, nargs="+", help="versions mode: old against new at these epsilons")
+    ap.add_argument("--datasets", nargs="+", choices=["adult", "ma2018"], default=["adult", "ma2018"])
+    ap.add_argument("--old-src", metavar="DIR", help="versions mode: the src directory of the old code")
+    ap.add_argument("--timeout", type=float, default=600.0, help="versions mode: seconds per run (default 600)")
     ap.add_argument("--worker", nargs=2, metavar=("PATH", "SEED"), help=argparse.SUPPRESS)
+    ap.add_argument("--version-worker", nargs=3, metavar=("DATASET", "SEED", "EPS"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.version_worker:
+        _version_worker(args.version_worker[0], int(args.version_worker[1]), float(args.version_worker[2]))
+        return 0
+    if args.epsilons:
+        return _versions(args)
     if args.worker:
         _worker(args.worker[0], int(args.worker[1]), args.epsilon, args.delta, args.verbose, args.convergence)
         return 0
