@@ -12,7 +12,8 @@
   merged set only (the compressed records are unchanged);
 * with the PGM generator, the rules left out of the model keep the conditioning attribute's
   marginal exactly (rejection from the model does not), and every record obeys every rule
-  over many seeds.
+  over many seeds;
+* Private-PGM's placement takes the cheap rule sets first.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import pytest
 from margsynth import Dataset, Domain
 from margsynth.inference.pgm import GraphicalModel, estimation
 from margsynth.inference.pgm.factor import Factor
+from margsynth.inference.pgm.junction_tree import build_junction_tree
+from margsynth.inference.pgm.measurement import Measurement
 from margsynth.inference.repair import dependents, enforce, redraw, reject
 from margsynth.mechanisms.compression import Compression
 from margsynth.rules import Rule, RuleSet
@@ -217,3 +220,24 @@ def test_pgm_generation_never_breaks_a_rule_left_out_of_the_model(seed, monkeypa
         assert res.extras["rules"]["rejected"] == 0
         assert name == "mst" or res.extras["rules"]["model"]["left"]  # (MST's tree holds every pair of 3 columns)
         assert _run(name, seed, rules=rules).synthetic.codes.tobytes() == res.synthetic.codes.tobytes()
+
+
+def test_placement_takes_the_cheap_rule_sets_first_and_rechecks_split_pairs(monkeypatch):
+    """A chain a - b - c - d - e measured pairwise: the dear rule (a, e: a clique over the whole
+    chain's span) is listed first, the cheap one (a, c) second; a limit that admits one takes
+    the cheap one; the cost of each is the tree's cells with that set alone added."""
+    dom = Domain.from_sizes({"a": 4, "b": 4, "c": 4, "d": 4, "e": 4})
+    pairs = [("a", "b"), ("b", "c"), ("c", "d"), ("d", "e")]
+    ms = [Measurement(c, None, np.full(16, 10.0), 1.0) for c in pairs]
+    dear = Rule.forbid("a0-e0", dom, ("a", "e"), [(0, 0)])
+    cheap = Rule.forbid("a0-c0", dom, ("a", "c"), [(0, 0)])
+    base = build_junction_tree(dom, pairs).cells
+    cost = {r.name: build_junction_tree(dom, [*pairs, r.attrs]).cells for r in (dear, cheap)}
+    assert cost["a0-c0"] < cost["a0-e0"]
+    monkeypatch.setattr(estimation, "RULE_GROWTH", 1.0)
+    monkeypatch.setattr(estimation, "RULE_SLACK_CELLS", cost["a0-c0"] - base)  # room for the cheap set only
+    model = estimation.estimate(dom, ms, iters=5, total=160.0, rules=RuleSet([dear, cheap]))
+    assert model.stats["rules"]["added_cliques"] == [["a", "c"]] and model.stats["rules"]["left"] == ["a0-e0"]
+    monkeypatch.setattr(estimation, "RULE_SLACK_CELLS", 10**6)  # room for both
+    model = estimation.estimate(dom, ms, iters=5, total=160.0, rules=RuleSet([dear, cheap]))
+    assert model.stats["rules"]["left"] == [] and model.stats["rules"]["added_cliques"][0] == ["a", "c"]
