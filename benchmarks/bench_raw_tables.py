@@ -52,7 +52,7 @@ with the same thresholds (each range condition beside a condition no row can fai
 encoder's bins as with the rules, nothing enforced — what the rules' cuts alone change.
 ``--rule-growth G`` sets Private-PGM's ``RULE_GROWTH`` (how far rule cliques may grow the junction
 tree; :mod:`margsynth.inference.pgm.estimation`) for the run, a diagnostic of the rules left
-outside the model (enforced by rejection and repair in the generator instead). Targets:
+outside the model (enforced by the generator's redraw and repair instead). Targets:
 0 rows breaking every rule with the rules; score with ≥ without (mean over seeds); MST's wall
 time with / without ≤ 1.5 (mean over seeds).
 
@@ -252,7 +252,7 @@ def _rules_run(table: pd.DataFrame, schema: dict, mechanism: str, eps: float, se
 
 
 def _left(report: dict) -> int:
-    """How many rules the mechanism's model left to its generator (rejection and repair)."""
+    """How many rules the mechanism's model left to its generator (redraw and repair)."""
     model = report["result"].extras.get("rules", {}).get("model", {}) if "rules" in report else {}
     return len(model.get("left", []))
 

@@ -97,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"seed={seed} {kind:5s}  {wall:6.2f} s wall  {cpu:6.2f} s CPU  generate {res.seconds['generate']:6.2f} s"
                 f"  tv-3way={tv3:.4f}  broken={broken}"
                 + (f"  in model={where.get('in_model')} added={where.get('added_cliques')} left={where.get('left')}"
-                   f" repaired after reversal={res.extras.get('rules_reversal', {}).get('repaired')}" if where else ""),
+                   f" after reversal redrawn={res.extras.get('rules_reversal', {}).get('redrawn')}"
+                   f" repaired={res.extras.get('rules_reversal', {}).get('repaired')}" if where else ""),
                 flush=True,
             )  # fmt: skip
     plain, ruled = np.array(rows["plain"]), np.array(rows["rules"])

@@ -1,4 +1,4 @@
-"""Synthetic records made to obey rules (:mod:`margsynth.rules`): rejection and conditional repair.
+"""Synthetic records made to obey rules (:mod:`margsynth.rules`): rejection, conditional redraw and repair.
 
 Generators enforce rules first where their model can hold them exactly (Private-PGM's
 structural zeros, :func:`~margsynth.inference.pgm.estimate` with ``rules``); what is left
@@ -6,13 +6,23 @@ structural zeros, :func:`~margsynth.inference.pgm.estimate` with ``rules``); wha
 GEM, Private-GSD) — is enforced on the records here, keeping their number:
 
 * :func:`reject` — records that break a rule are drawn again, whole, from the generator's
-  own distribution (a fitted graphical model's i.i.d. ancestral sampling; RAP's and GEM's
-  mixture of product distributions), until none breaks one or ``max_rounds`` rounds have
-  passed. A record that survives is a draw from that distribution *conditioned on the
+  own distribution (RAP's and GEM's mixture of product distributions), until none breaks
+  one or ``max_rounds`` rounds have passed. A record that survives is a draw from that distribution *conditioned on the
   rules*: rejection sampling (von Neumann, "Various techniques used in connection with
   random digits", NBS Applied Mathematics Series 12, 1951) is exact conditioning, so this
   is the right repair when the generator has such a distribution and it gives the allowed
   records most of its mass.
+* :func:`redraw` — each offending record gets the attribute its broken rule determines (the
+  rule's last attribute: a conditional's consequence, :func:`dependents`) drawn again from
+  the generator's full conditional given the record's other attributes (a fitted graphical
+  model's, :meth:`~margsynth.inference.pgm.GraphicalModel.log_conditional`), among the
+  values every rule allows: one Gibbs step (Geman & Geman, IEEE TPAMI 6, 1984) of the
+  distribution conditioned on the rules. The conditioning attributes keep the generator's
+  values, so their marginals stay the generator's; rejection, exact as it is, samples the
+  model conditioned on the rule, and where the model keeps two attributes nearly
+  independent ("no schooling exactly under 3"), that keeps only records in both rare cells
+  or in neither — the rare combination the rule describes nearly vanishes. Private-PGM's
+  generator uses :func:`redraw` for the rules its model leaves out.
 * :func:`repair` — the attributes ``A`` of the broken rules of each offending record are
   drawn again from their conditional distribution given the record's other attributes,
   under every rule that mentions them and independent per-attribute weights (e.g. the
@@ -30,9 +40,9 @@ GEM, Private-GSD) — is enforced on the records here, keeping their number:
   values. It is a simple form of the edit-and-imputation step of statistical data editing
   (Fellegi & Holt, "A systematic approach to automatic edit and imputation", JASA 71,
   1976, who change a minimal set of fields; here every field of the failed rules).
-* :func:`enforce` — :func:`reject` when a distribution to draw from is given, :func:`repair`
-  for whatever is left, then the final check (``RuntimeError`` if a record still breaks a
-  rule: a bug).
+* :func:`enforce` — :func:`redraw` when a conditional is given, else :func:`reject` when a
+  distribution to draw from is given, :func:`repair` for whatever is left, then the final
+  check (``RuntimeError`` if a record still breaks a rule: a bug).
 
 Every draw comes from the ``rng`` passed in, in a fixed order (same ``rng`` state, same
 records). Enforcing public rules is post-processing: no privacy budget.
@@ -50,7 +60,7 @@ import numpy as np
 from ..dataset import Dataset, _smallest_int_dtype
 from ..rules import RuleSet
 
-__all__ = ["MAX_REJECTION_ROUNDS", "enforce", "one_way_weights", "reject", "repair"]
+__all__ = ["MAX_REJECTION_ROUNDS", "dependents", "enforce", "one_way_weights", "redraw", "reject", "repair"]
 
 #: :func:`reject` stops after this many rounds (then :func:`repair` takes the rest).
 MAX_REJECTION_ROUNDS = 20
@@ -60,6 +70,8 @@ WEIGHT_FLOOR = 1e-9
 #: :func:`repair` builds the conditional table over the redrawn attributes when it has at
 #: most this many cells; beyond, it draws them one at a time by variable elimination.
 TABLE_CELLS = 1 << 20
+#: :func:`redraw` redraws at most this many joint values of the attributes it changes at once.
+REDRAW_CELLS = 1 << 14
 
 
 def one_way_weights(data: Dataset, attrs: Any) -> dict[str, np.ndarray]:
@@ -158,9 +170,14 @@ def _conditional_factors(
     """The factors of ``P(x_redraw | fixed)``: one weight vector per redrawn attribute and
     each touching rule's table sliced at the fixed values (non-negative floats)."""
     factors = [((a,), w[a]) for a in redraw]
+    merged: dict[tuple[str, ...], np.ndarray] = {}  # rules over one attribute set: one table (axes in ``redraw`` order)
     for r in touching:
         index = tuple(fixed[a] if a in fixed else slice(None) for a in r.attrs)
-        factors.append((tuple(a for a in r.attrs if a not in fixed), r.allowed[index].astype(np.float64)))
+        free = tuple(a for a in r.attrs if a not in fixed)
+        key = tuple(a for a in redraw if a in free)
+        table = r.allowed[index].transpose([free.index(a) for a in key])
+        merged[key] = table & merged[key] if key in merged else table
+    factors.extend((k, t.astype(np.float64)) for k, t in merged.items())
     return factors
 
 
@@ -172,6 +189,16 @@ def _einsum(factors: list[tuple[tuple[str, ...], np.ndarray]], out: tuple[str, .
     letter = {a: string.ascii_letters[i] for i, a in enumerate(names)}
     sub = ",".join("".join(letter[a] for a in attrs) for attrs, _ in factors) + "->" + "".join(letter[a] for a in out)
     return np.einsum(sub, *[t for _, t in factors], optimize=len(factors) > 2)
+
+
+def _product(factors: list[tuple[tuple[str, ...], np.ndarray]], out: tuple[str, ...], shape: tuple[int, ...]) -> np.ndarray:
+    """The product of ``factors`` over every attribute of ``out`` (each factor's attributes
+    among them, in ``out``'s order): a table of ``shape``, by broadcasting (nothing is summed)."""
+    table = np.ones(shape)
+    for attrs, t in factors:
+        order = sorted(range(len(attrs)), key=lambda i: out.index(attrs[i]))
+        table = table * np.transpose(t, order).reshape([n if a in attrs else 1 for a, n in zip(out, shape)])
+    return table
 
 
 def _pick(p: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -190,7 +217,7 @@ def _draw(
     ``k`` rows, one column per attribute), or ``None`` when the product is 0 everywhere."""
     shape = tuple(dom[a].size for a in redraw)
     if math.prod(shape) <= TABLE_CELLS:
-        table = _einsum(factors, redraw).ravel()
+        table = _product(factors, redraw, shape).ravel()
         if not table.sum() > 0:
             return None
         return np.stack(np.unravel_index(_pick(table, k, rng), shape), axis=1)
@@ -207,6 +234,113 @@ def _draw(
             fs = [(tuple(b for b in attrs if b != a), t[tuple(v if b == a else slice(None) for b in attrs)])
                   for attrs, t in fs]  # fmt: skip
     return out
+
+
+def dependents(rules: RuleSet) -> dict[str, str]:
+    """Per rule, the attribute :func:`redraw` changes when a record breaks it: the rule's
+    last attribute — a conditional's (last) consequence, a functional dependency's target,
+    the right-hand side of an order, the last of a forbidden combination; the tabular
+    schema's rules list their premise's columns first (:mod:`margsynth.tabular.constraints`).
+    "If age under 3 then no schooling" redraws the schooling, so the age keeps the
+    generator's value and every other rule on age keeps holding."""
+    return {r.name: r.attrs[-1] for r in rules}
+
+
+def redraw(
+    data: Dataset,
+    rules: RuleSet,
+    rng: np.random.Generator,
+    conditional: Callable[[tuple[str, ...], np.ndarray], np.ndarray],
+    *,
+    broken: np.ndarray | None = None,
+) -> tuple[Dataset, dict[str, Any]]:
+    """Every record that breaks a rule gets the dependent attributes of its broken rules
+    (:func:`dependents`) drawn again from ``conditional(attrs, codes)`` — per record a log
+    weight over the attributes' joint values given the record's other attributes (``-inf``:
+    impossible, like a forbidden value), e.g. a
+    graphical model's full conditional
+    (:meth:`~margsynth.inference.pgm.GraphicalModel.log_conditional`) — restricted to the
+    values every rule on them allows given the rest of the record: one Gibbs step
+    (Geman & Geman, "Stochastic relaxation, Gibbs distributions, and the Bayesian
+    restoration of images", IEEE TPAMI 6, 1984) of the distribution conditioned on the
+    rules, started at the record. The other attributes keep their values, so their
+    marginals are the generator's (rejection would thin out every value the rule makes
+    rare in combination). Where the rules leave a record no allowed value, the redrawn set
+    grows by the dependents of the rules that touch it, else by all their attributes, up to
+    :data:`REDRAW_CELLS` joint values; records still left are returned for :func:`repair`. Attributes are redrawn one
+    after the other (domain order), each under every rule on it, so the rules on an
+    attribute already redrawn keep holding. Returns the records and a
+    report: ``redrawn`` (records changed), ``left`` (records still breaking a rule) and
+    ``resampled`` (per attribute, the records that had it redrawn). ``broken``:
+    ``rules.broken(data)`` when the caller has it."""
+    dom = data.domain
+    broken = rules.broken(data) if broken is None else broken
+    bad = np.flatnonzero(broken.any(axis=1))
+    if not bad.size:
+        return data, {"redrawn": 0, "left": 0, "resampled": {}}
+    dep = dependents(rules)
+    codes = np.array(data.codes, dtype=np.int64)
+    chosen = np.zeros((len(data), len(dom)), dtype=bool)  # per record, the attributes to redraw
+    for j, r in enumerate(rules):
+        chosen[broken[:, j], dom.index(dep[r.name])] = True
+    resampled: dict[str, int] = {}
+    failed = np.zeros(len(data), dtype=bool)
+    for a in dom.names:  # one attribute at a time, each draw under every rule on it
+        rows = np.flatnonzero(chosen[:, dom.index(a)] & ~failed)
+        attrs: tuple[str, ...] = (a,)
+        while rows.size:
+            done = _redraw_set(codes, rows, attrs, rules, dom, rng, conditional)
+            for b in attrs:
+                resampled[b] = resampled.get(b, 0) + int(done.sum())
+            rows = rows[~done]
+            touching = [r for r in rules if set(r.attrs) & set(attrs)]
+            wider = [tuple(b for b in dom.names if b in attrs or any(dep[r.name] == b for r in touching)),
+                     tuple(b for b in dom.names if b in attrs or any(b in r.attrs for r in touching))]  # fmt: skip
+            wider = [w for w in wider if w != attrs and math.prod(dom[b].size for b in w) <= REDRAW_CELLS]
+            if not wider:
+                break
+            attrs = wider[0]
+        failed[rows] = True
+    still = int(failed.sum())
+    out = Dataset._trusted(codes.astype(_smallest_int_dtype(max(dom.shape, default=1))), dom, data.weights)
+    return out, {"redrawn": int(bad.size) - still, "left": still, "resampled": dict(sorted(resampled.items()))}
+
+
+def _redraw_set(codes, rows, attrs, rules, dom, rng, conditional) -> np.ndarray:
+    """Redraw ``attrs`` of the records ``rows`` of ``codes`` in place (:func:`redraw`);
+    returns which rows got an allowed value (the others are unchanged)."""
+    shape = tuple(dom[a].size for a in attrs)
+    cells = math.prod(shape)
+    ok = np.zeros(rows.size, dtype=bool)
+    if cells > REDRAW_CELLS:
+        return ok
+    touching = [r for r in rules if set(r.attrs) & set(attrs)]
+    chunk = max(1, (1 << 22) // cells)
+    for lo in range(0, rows.size, chunk):
+        sel = rows[lo : lo + chunk]
+        rec = codes[sel]
+        allowed = np.ones((sel.size, *shape), dtype=bool)
+        for r in touching:
+            inside = [a for a in attrs if a in r.attrs]
+            rest = [a for a in r.attrs if a not in inside]
+            t = r.allowed.transpose([r.attrs.index(a) for a in (*rest, *inside)])
+            cut = t[tuple(rec[:, dom.index(a)] for a in rest)] if rest else t[None]
+            allowed &= cut.reshape((cut.shape[0], *(dom[a].size if a in r.attrs else 1 for a in attrs)))
+        logw = np.asarray(conditional(attrs, rec), dtype=np.float64).reshape(sel.size, cells)
+        allowed = allowed.reshape(sel.size, cells) & ~np.isneginf(logw)  # -inf: impossible, as a rule says
+        feasible = allowed.any(axis=1)
+        logw = np.where(allowed, logw, -np.inf)
+        top = np.where(feasible, logw.max(axis=1), 0.0)[:, None]
+        w = np.exp(logw - top)
+        p = np.where(allowed, w / w.sum(axis=1, keepdims=True).clip(min=1e-300) + WEIGHT_FLOOR / cells, 0.0)
+        cdf = np.cumsum(p, axis=1)
+        u = rng.random(sel.size) * cdf[:, -1]
+        pick = np.minimum((cdf <= u[:, None]).sum(axis=1), cells - 1)
+        values = np.unravel_index(pick, shape)
+        for a, v in zip(attrs, values):
+            codes[sel[feasible], dom.index(a)] = v[feasible]
+        ok[lo : lo + sel.size] = feasible
+    return ok
 
 
 def reject(
@@ -244,32 +378,50 @@ def enforce(
     rng: np.random.Generator,
     *,
     draw: Callable[[int], Dataset] | None = None,
-    weights: Mapping[str, np.ndarray] | None = None,
+    weights: Mapping[str, np.ndarray] | Callable[[], Mapping[str, np.ndarray]] | None = None,
+    conditional: Callable[[tuple[str, ...], np.ndarray], np.ndarray] | None = None,
 ) -> tuple[Dataset, dict[str, Any] | None]:
-    """``data`` made to obey ``rules``: :func:`reject` with ``draw`` (when given), then
-    :func:`repair` (``weights``: its per-attribute weights) for the records still breaking
-    a rule, then the final check — ``RuntimeError`` naming the rule if a record still
-    breaks one. Returns the records (same number) and a report (``None`` without rules):
-    ``broken`` (per rule, records breaking it as generated), ``rejected``,
-    ``rejection_rounds``, ``repaired``, ``widened``, ``resampled`` and ``violations`` (per
-    rule, 0)."""
+    """``data`` made to obey ``rules``: :func:`redraw` with ``conditional`` (when given), or
+    else :func:`reject` with ``draw`` (when given), then :func:`repair` (``weights``: its
+    per-attribute weights, or a function returning them, called only when needed) for the
+    records still breaking a rule, then the final check — ``RuntimeError`` naming the rule
+    if a record still breaks one. Returns the records
+    (same number) and a report (``None`` without rules): ``broken`` (per rule, records
+    breaking it as generated), ``redrawn``, ``rejected``, ``rejection_rounds``,
+    ``repaired``, ``widened``, ``resampled`` (per attribute, by :func:`redraw` and
+    :func:`repair` together) and ``violations`` (per rule, 0)."""
     if rules is None or not len(rules):
         return data, None
-    broken = rules.violations(data)
+    matrix = rules.broken(data)
+    broken = {n: int(c) for n, c in zip(rules.names, matrix.sum(axis=0))}
     rej: dict[str, Any] = {"rejected": 0, "rounds": 0}
-    if draw is not None and any(broken.values()):
-        data, rej = reject(data, rules, draw)
-    data, rep = repair(data, rules, rng, weights=weights)
-    violations = rules.violations(data)
+    red: dict[str, Any] = {"redrawn": 0, "left": 0, "resampled": {}}
+    if matrix.any():
+        if conditional is not None:
+            data, red = redraw(data, rules, rng, conditional, broken=matrix)
+        elif draw is not None:
+            data, rej = reject(data, rules, draw)
+        rep = _no_changes(rules)
+        # records still breaking a rule: those redraw or rejection left (neither: all of them)
+        still = red["left"] if conditional is not None else rej["left"] if draw is not None else 1
+        if still:
+            data, rep = repair(data, rules, rng, weights=weights() if callable(weights) else weights)
+        violations = rules.violations(data)
+    else:
+        rep, violations = _no_changes(rules), dict(broken)
     left = {n: c for n, c in violations.items() if c}
     if left:
         raise RuntimeError(f"records still break rules after the repair: {left}")
+    resampled = dict(red["resampled"])
+    for a, c in rep["resampled"].items():
+        resampled[a] = resampled.get(a, 0) + c
     return data, {
         "broken": broken,
+        "redrawn": red["redrawn"],
         "rejected": rej["rejected"],
         "rejection_rounds": rej["rounds"],
         "repaired": rep["repaired"],
         "widened": rep["widened"],
-        "resampled": rep["resampled"],
+        "resampled": dict(sorted(resampled.items())),
         "violations": violations,
     }

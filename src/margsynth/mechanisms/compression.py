@@ -144,6 +144,22 @@ class Compression:
             codes[:, j] = out
         return Dataset._trusted(codes, self.original, data.weights)
 
+    def log_reversal(self, attrs: Sequence[str], codes: np.ndarray) -> np.ndarray:
+        """Per record (``codes`` over :attr:`original`), log weights over the joint values of
+        ``attrs`` that :meth:`reverse` could have given it: ``0`` on the original values merged
+        into the record's compressed value (all equally likely, as the reversal spreads
+        them), ``-inf`` elsewhere — a kept value only allows itself. Shape ``(k, *sizes)``: the
+        ``conditional`` of :func:`~margsynth.inference.repair.redraw`, which then moves a
+        record's merged values within their merged set only."""
+        codes = np.asarray(codes)
+        out = np.zeros((codes.shape[0], *(self.original[a].size for a in attrs)))
+        for i, a in enumerate(attrs):
+            f = self._forward[a]
+            same = f[None, :] == f[codes[:, self.original.index(a)]][:, None]
+            out += np.where(same, 0.0, -np.inf).reshape([codes.shape[0]] + [f.size if j == i else 1
+                                                                            for j in range(len(attrs))])  # fmt: skip
+        return out
+
     def compress_rules(self, rules: RuleSet | None) -> RuleSet | None:
         """``rules`` (over :attr:`original`) over the compressed domain: a compressed cell is
         allowed when some original cell merged into it is (:meth:`~margsynth.rules.Rule.coarsen`)."""

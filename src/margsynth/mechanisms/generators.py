@@ -23,8 +23,9 @@ take a generator as a hyperparameter, e.g. ``MST(generator=GUMGenerator())``
 Rules (:mod:`margsynth.rules`): ``generate(..., rules=...)`` returns records that obey
 every rule, as many as asked, and reports how in ``extras["rules"]``. Private-PGM makes the
 rules it can hold structural zeros of its model (probability exactly 0,
-:func:`~margsynth.inference.pgm.estimate`) and enforces the rest by rejection from the
-model, then conditional repair (:func:`pgm_enforce`); GUM projects its targets onto the
+:func:`~margsynth.inference.pgm.estimate`) and enforces the rest by redrawing the attribute
+each broken rule determines from the model's conditional, then conditional repair
+(:func:`pgm_enforce`); GUM projects its targets onto the
 allowed cells and repairs (:meth:`~margsynth.inference.gum.GUM.synthesize`). Rules are
 public: enforcing them costs no budget.
 """
@@ -195,8 +196,8 @@ class PGMGenerator:
         ``rules``: the fit makes structural zeros of those it can hold
         (``extras["rules"]["model"]``: ``in_model``, ``added_cliques``, ``left``); the records
         are then made to obey all of them by :func:`pgm_enforce` (the rest of
-        ``extras["rules"]``: records rejected and rounds, records repaired, per-rule
-        violations, 0)."""
+        ``extras["rules"]``: records redrawn, records repaired, per-attribute counts,
+        per-rule violations, 0)."""
         n = check_records(records, columns=len(domain))
         rules = as_rules(rules, domain)
         model = self.fit(domain, marginals, warm_start=warm_start, sep=sep, extra_cliques=extra_cliques, rules=rules)
@@ -238,18 +239,22 @@ class PGMGenerator:
 def pgm_enforce(model: GraphicalModel, synth, rules: RuleSet | None, rng: np.random.Generator) -> tuple[Any, Any]:
     """Records drawn from ``model`` made to obey ``rules`` (both over the model's domain):
     the rules the fit made structural zeros (``model.stats["rules"]["in_model"]``) hold
-    already; for the others, offending records are drawn again from the model until they
-    obey (rejection: exact conditioning of the model on the rules), and any left after
-    :data:`~margsynth.inference.repair.MAX_REJECTION_ROUNDS` rounds get the attributes of
-    their broken rules redrawn conditionally, weighted by the model's one-way marginals
-    (:func:`~margsynth.inference.repair.enforce`; no draw at all when no record breaks a
-    rule). Returns the records and the report (``model``: the fit's placement of the rules,
+    already; for the others, an offending record gets the attribute each broken rule
+    determines drawn again from the model's full conditional given the record's other
+    attributes, among the values every rule allows (one Gibbs step of the model
+    conditioned on the rules: :func:`~margsynth.inference.repair.redraw` with
+    :meth:`~margsynth.inference.pgm.GraphicalModel.log_conditional`), and any record that
+    leaves unfixed gets the attributes of its broken rules redrawn, weighted by the model's
+    one-way marginals (:func:`~margsynth.inference.repair.enforce`; no draw at all when no
+    record breaks a rule). Not rejection: redrawing whole records conditions the model on
+    the rule, which thins out the rare values the rule pairs (children and "no schooling")
+    where the model keeps their attributes nearly independent (docs/notes/rules.md). Returns the records and the report (``model``: the fit's placement of the rules,
     when the model has it). :class:`~.sampler.PGMSampler` draws more records the same way."""
     if rules is None:
         return synth, None
     synth, report = enforce(
-        synth, rules, rng, draw=lambda k: model.synthetic_data(k, rng=rng, method="sample"),
-        weights={a: model.project((a,)) for a in rules.attributes},
+        synth, rules, rng, conditional=model.log_conditional,
+        weights=lambda: {a: model.project((a,)) for a in rules.attributes},
     )  # fmt: skip
     placed = model.stats.get("rules")
     return synth, report if placed is None else {"model": dict(placed), **report}

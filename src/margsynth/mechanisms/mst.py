@@ -36,9 +36,13 @@ compressed like the domain (a merged cell is allowed when some original cell in 
 :meth:`~.compression.Compression.compress_rules`), they are the generator's (Private-PGM:
 structural zeros, the rest enforced on the records; GUM: allowed-cell targets and repair),
 and records whose merged value ``∅`` is spread back onto a forbidden original value are
-repaired after the reversal (:func:`~margsynth.inference.repair.enforce`: the attributes of
-their broken rules redrawn given the rest, weighted by the records' one-way marginals;
-``extras["rules_reversal"]``). Selection and measurements do not change.
+repaired after the reversal (:func:`~margsynth.inference.repair.enforce`): first their
+merged values are drawn again within the merged set, evenly as the reversal spreads them,
+among the values the rules allow (:func:`~margsynth.inference.repair.redraw` with
+:meth:`~.compression.Compression.log_reversal`: the compressed record is unchanged); a
+record no such draw fixes has the attributes of its broken rules redrawn given the rest,
+weighted by the records' one-way marginals (``extras["rules_reversal"]``). Selection and
+measurements do not change.
 """
 
 from __future__ import annotations
@@ -283,7 +287,7 @@ class MST(Mechanism):
                 comp.compressed, one_way + log2, rng, records=self.synthetic_records, rules=comp.compress_rules(rules)
             )
             synth = comp.reverse(out.synthetic, rng)
-            synth, reversal = enforce(synth, rules, rng)
+            synth, reversal = enforce(synth, rules, rng, conditional=comp.log_reversal)
         times["total"] = clock.elapsed()
         return SynthesisResult.from_ledger(
             synth,

@@ -53,7 +53,8 @@ class PGMSampler:
     ``rules`` (over :attr:`domain`, ``None``: none): the records obey them, enforced as the
     run enforced them — over the model's domain by :func:`~.generators.pgm_enforce` (the
     rules compressed through the reversal steps), and after the reversal by
-    :func:`~margsynth.inference.repair.enforce`.
+    :func:`~margsynth.inference.repair.enforce` (after MST's one step, first redrawing the
+    merged values within their merged set: :meth:`~.compression.Compression.log_reversal`).
     """
 
     model: GraphicalModel
@@ -97,8 +98,9 @@ class PGMSampler:
             synth, _ = pgm_enforce(self.model, synth, self.model_rules(), rng)
         for c in self.reverse:
             synth = c.reverse(synth, rng)
-        if self.rules is not None and self.reverse:
-            synth, _ = enforce(synth, self.rules, rng)
+        if self.rules is not None and self.reverse:  # one step (MST): merged values moved within their merged set
+            one = self.reverse[0].log_reversal if len(self.reverse) == 1 else None
+            synth, _ = enforce(synth, self.rules, rng, conditional=one)
         return synth
 
     def model_rules(self) -> RuleSet | None:

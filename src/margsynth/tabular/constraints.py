@@ -537,7 +537,9 @@ def repair_values(frame: pd.DataFrame, schema: Schema, rules: Sequence[SchemaRul
     :data:`REPAIR_DRAWS` times; a row still breaking one then takes, for one numeric column of
     its broken rules (else two together), values drawn uniformly among those of their bins
     (their integers, or evenly spaced points) with which it obeys every rule. Values never
-    leave their bins. Returns the table and per rule the rows still breaking it."""
+    leave their bins. Returns the table and per rule the rows still breaking it (counted on the
+    raw values for the rules the cells do not decide; 0 for the others, which hold by
+    construction)."""
     out = frame.copy()
     numeric = {c.name for c in encoder.columns if c.kind == "numeric"}
     index = {c.name: j for j, c in enumerate(encoder.columns)}
@@ -546,8 +548,15 @@ def repair_values(frame: pd.DataFrame, schema: Schema, rules: Sequence[SchemaRul
     # forbidden cells); only the others are looked for (all are counted at the end)
     loose = [r for r in rules if not _decided(r, codings)]
 
-    def still_bad() -> dict[str, np.ndarray]:
-        return _broken(out, schema, loose) if loose else {}
+    def still_bad(rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """Per loose rule, the rows breaking it; only ``rows`` are read (the others unchanged)."""
+        if not loose or rows is None:
+            return _broken(out, schema, loose) if loose else {}
+        full = {r.name: np.zeros(len(out), dtype=bool) for r in loose}
+        if rows.size:
+            for name, b in _broken(out.iloc[rows], schema, loose).items():
+                full[name][rows] = b
+        return full
 
     bad = still_bad()
     for _ in range(REPAIR_DRAWS):
@@ -562,7 +571,7 @@ def repair_values(frame: pd.DataFrame, schema: Schema, rules: Sequence[SchemaRul
         for c, rows in rows_by_col.items():
             idx = np.flatnonzero(rows)
             out.loc[idx, c] = encoder.decode_column(c, codes[idx, index[c]], rng).to_numpy()
-        bad = still_bad()
+        bad = still_bad(np.flatnonzero(np.any(list(rows_by_col.values()), axis=0)))
     def candidates(c: str, i: int, most: int) -> np.ndarray | None:
         """The values of row ``i``'s bin in column ``c`` (at most about ``most``)."""
         coding = encoder.columns[index[c]]
@@ -596,4 +605,7 @@ def repair_values(frame: pd.DataFrame, schema: Schema, rules: Sequence[SchemaRul
                 for c, v in zip(group, mesh):
                     out.loc[i, c] = v[pick]
                 break
-    return out, violations(out, schema, rules)
+    # the rules the cells decide hold by construction (the mechanism checked its records' cells,
+    # decoding keeps values within them): only the others are counted on the raw values
+    counted = violations(out, schema, loose) if loose else {}
+    return out, {r.name: counted.get(r.name, 0) for r in rules}

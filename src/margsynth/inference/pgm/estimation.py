@@ -31,11 +31,12 @@ log-potentials and adds the zeros before every propagation (:class:`~.objective.
 so its iterates stay in the exponential family of the measured marginals restricted to the
 allowed cells and its limit is the maximum-entropy optimum over them; the certificate
 minimises over allowed assignments only (:mod:`.certificate`); the interior point fixes the
-forbidden cells at 0 (:mod:`.exact`). A rule whose attributes lie in no clique is added to
-the structure as one more clique (like ``extra_cliques``) when the junction tree then has
-at most ``RULE_GROWTH`` times the cells it has without rules plus ``RULE_SLACK_CELLS``
-(:func:`_place_rules`); otherwise it is left to the generator (``model.stats["rules"]``
-says which is which; :mod:`margsynth.inference.repair`).
+forbidden cells at 0 (:mod:`.exact`). The attribute set of a rule that lies in no clique is
+added to the structure as one more clique (like ``extra_cliques``), cheapest first, while
+the junction tree keeps at most ``RULE_GROWTH`` times the cells it has without rules plus
+``RULE_SLACK_CELLS`` (:func:`_place_rules`); the others are left to the generator, which
+redraws the attribute each broken rule determines from the model's conditional
+(``model.stats["rules"]`` says which is which; :func:`margsynth.inference.repair.redraw`).
 
 Every fit runs with BLAS limited to one thread (:func:`~.blas.single_threaded_blas`).
 """
@@ -72,11 +73,14 @@ INTERIOR_POINT_TOL = 1e-9
 FACE_GAP_TOL = 1e-6
 FACE_RTOL = 1e-12
 FACE_MAX_ITERS = 20_000
-#: A rule whose attributes lie in no clique joins the model's structure when the junction
-#: tree then has at most ``RULE_GROWTH * cells + RULE_SLACK_CELLS`` cells (``cells``: the
-#: tree's without rules); else it is left to the generator (:func:`_place_rules`)
-RULE_GROWTH = 1.5
-RULE_SLACK_CELLS = 1024
+#: A rule whose attributes lie in no clique joins the model's structure (cheapest first) when
+#: the junction tree then has at most ``RULE_GROWTH * cells + RULE_SLACK_CELLS`` cells
+#: (``cells``: the tree's without rules); else it is left to the generator (:func:`_place_rules`).
+#: The fit's time grows with the cells; 1.25 keeps MST's run with the NIST excerpts' rules
+#: within 1.5x of the run without them (docs/notes/rules.md), the slack lets small models
+#: hold their rules
+RULE_GROWTH = 1.25
+RULE_SLACK_CELLS = 64
 #: ``log`` of the potential a warm start gives a cell its model held at zero (a finite
 #: start for the descent; the zeros of this fit's rules are added on top)
 _LOG_TINY = float(np.log(1e-300))
@@ -354,22 +358,41 @@ def _estimate(
 def _place_rules(
     domain: Domain, tree: JunctionTree, cliques: list, rules: RuleSet, memory_limit_mb: float | None
 ) -> tuple[JunctionTree, dict]:
-    """The junction tree with the rules' attribute sets that fit (module docstring): in rule
-    order, a rule inside no clique adds its attributes as a clique when the tree then has at
+    """The junction tree with the rules' attribute sets that fit (module docstring): the
+    attribute sets of the rules inside no clique, cheapest first (the cells the tree has
+    with that set alone added; ties in rule order), each added when the tree then has at
     most ``RULE_GROWTH * cells + RULE_SLACK_CELLS`` cells (``cells``: ``tree``'s) and stays
-    within ``memory_limit_mb``. Returns the tree and ``{"in_model", "added_cliques", "left"}``."""
+    within ``memory_limit_mb`` — so the limit admits the many cheap sets before one dear
+    one. Returns the tree and ``{"in_model", "added_cliques", "left"}``."""
     limit = RULE_GROWTH * tree.cells + RULE_SLACK_CELLS
     added: list[tuple[str, ...]] = []
-    for r in rules:
-        if not r.forbidden_cells or tree.find_clique(r.attrs) is not None:  # (a rule forbidding nothing holds anyway)
-            continue
+
+    def build(extra: list) -> JunctionTree | None:
         try:
-            bigger = build_junction_tree(domain, [*cliques, *added, r.attrs], memory_limit_mb=memory_limit_mb)
+            return build_junction_tree(domain, [*cliques, *added, *extra], memory_limit_mb=memory_limit_mb)
         except ModelTooLargeError:
-            continue
-        if bigger.cells <= limit:
-            added.append(r.attrs)
-            tree = bigger
+            return None
+
+    tried: set[frozenset] = set()
+    while True:  # again for the sets a new triangulation split (a pair a clique held before)
+        outside: dict[frozenset, tuple[str, ...]] = {}
+        for r in rules:  # (a rule forbidding nothing holds anyway)
+            key = frozenset(r.attrs)
+            if r.forbidden_cells and key not in tried and tree.find_clique(r.attrs) is None:
+                outside.setdefault(key, r.attrs)
+        tried.update(outside)
+        alone = [(t.cells, k, attrs, t) for k, attrs in enumerate(outside.values())
+                 if (t := build([attrs])) is not None and t.cells <= limit]  # fmt: skip
+        grew = False
+        for _, _, attrs, t in sorted(alone, key=lambda c: c[:2]):
+            if tree.find_clique(attrs) is not None:  # inside a clique an earlier set made
+                continue
+            bigger = build([attrs]) if grew else t
+            if bigger is not None and bigger.cells <= limit:
+                added.append(attrs)
+                tree, grew = bigger, True
+        if not grew:
+            break
     inside = [r.name for r in rules if not r.forbidden_cells or tree.find_clique(r.attrs) is not None]
     left = [r.name for r in rules if r.name not in inside]
     return tree, {"in_model": inside, "added_cliques": [list(c) for c in added], "left": left}

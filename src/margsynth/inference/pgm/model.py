@@ -115,6 +115,30 @@ class GraphicalModel:
         """
         return self.total * self.probabilities(attrs)
 
+    def log_conditional(self, attrs: Sequence[str] | str, codes: np.ndarray) -> np.ndarray:
+        """``log P_theta(x_attrs | x_rest)`` per record, up to a constant per record: for
+        records ``codes`` (``k`` rows, one column per attribute of the domain), the sum over
+        the cliques that meet ``attrs`` of their log-potential at the record's values of the
+        clique's other attributes — the full conditional of a Gibbs step, since ``P_theta(x)
+        ∝ exp(sum_C theta_C(x_C))`` and the cliques that miss ``attrs`` do not depend on them.
+        Shape ``(k, *sizes of attrs)`` (axes in the order given); ``-inf`` where a structural
+        zero forbids the value given the rest."""
+        attrs = self.domain.check_attrs(attrs, "conditional attributes")
+        codes = np.asarray(codes)
+        if codes.ndim != 2 or codes.shape[1] != len(self.domain):
+            raise ValueError(f"codes must have one column per attribute ({len(self.domain)}), got shape {codes.shape}")
+        k = codes.shape[0]
+        out = np.zeros((k, *(self.domain[a].size for a in attrs)))
+        for clique, th in zip(self.tree.cliques, self.theta):
+            inside = [a for a in attrs if a in clique]
+            if not inside:
+                continue
+            rest = [a for a in clique if a not in inside]
+            t = th.transpose([clique.index(a) for a in (*rest, *inside)])
+            sliced = t[tuple(codes[:, self.domain.index(a)].astype(np.intp) for a in rest)] if rest else t[None]
+            out += sliced.reshape((sliced.shape[0], *(self.domain[a].size if a in clique else 1 for a in attrs)))
+        return out
+
     # -- synthetic data (Algorithms 7-8) ---------------------------------------
     def synthesis_plan(self) -> list[tuple[str, tuple[str, ...], int]]:
         """Attribute order of Algorithm 8 with each attribute's conditioning set.

@@ -1,0 +1,243 @@
+"""Rules the model leaves out, enforced by redrawing the attribute each broken rule determines
+(margsynth.inference.repair.redraw):
+
+* a graphical model's full conditional (``GraphicalModel.log_conditional``) equals the
+  brute-force joint's conditional, structural zeros included;
+* ``dependents`` picks the attribute fewest others share a rule with (ties: the later);
+* ``redraw`` changes only offending records and, in them, only the dependent attributes when
+  that suffices; the redrawn values follow the conditional restricted to the allowed values
+  (checked against the formula on many records); a record the dependent alone cannot fix
+  is widened; same rng, same bytes;
+* ``Compression.log_reversal`` lets MST's reversal repair move merged values within their
+  merged set only (the compressed records are unchanged);
+* with the PGM generator, the rules left out of the model keep the conditioning attribute's
+  marginal exactly (rejection from the model does not), and every record obeys every rule
+  over many seeds;
+* Private-PGM's placement takes the cheap rule sets first.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from margsynth import Dataset, Domain
+from margsynth.inference.pgm import GraphicalModel, estimation
+from margsynth.inference.pgm.factor import Factor
+from margsynth.inference.pgm.junction_tree import build_junction_tree
+from margsynth.inference.pgm.measurement import Measurement
+from margsynth.inference.repair import dependents, enforce, redraw, reject
+from margsynth.mechanisms.compression import Compression
+from margsynth.rules import Rule, RuleSet
+from margsynth.tabular.constraints import Condition, SchemaRule
+from tests.test_rules_generation import _rules, _run
+
+
+def _joint(model: GraphicalModel) -> np.ndarray:
+    """The model's joint over the whole domain, by brute force (axes in domain order)."""
+    dom = model.domain
+    log = np.zeros(dom.shape)
+    for c, th in zip(model.tree.cliques, model.theta):
+        log = log + th.reshape([dom[a].size if a in c else 1 for a in dom.names])
+    p = np.exp(log - log[np.isfinite(log)].max())
+    return p / p.sum()
+
+
+def _model(seed: int, zeros: bool) -> GraphicalModel:
+    dom = Domain.from_sizes({"a": 3, "b": 4, "c": 2, "d": 3})
+    rng = np.random.default_rng(seed)
+    factors = [Factor(("a", "b"), rng.normal(size=(3, 4))), Factor(("b", "c"), rng.normal(size=(4, 2))),
+               Factor(("c", "d"), rng.normal(size=(2, 3)))]  # fmt: skip
+    if zeros:
+        t = rng.normal(size=(3, 4))
+        t[0, 1] = t[2, 3] = -np.inf
+        factors[0] = Factor(("a", "b"), t)
+    return GraphicalModel.from_factors(dom, factors, total=100.0)
+
+
+@pytest.mark.parametrize("zeros", [False, True])
+@pytest.mark.parametrize("attrs", [("b",), ("a",), ("d", "b"), ("a", "c")])
+def test_log_conditional_is_the_brute_force_conditional(attrs, zeros):
+    model = _model(3, zeros)
+    dom = model.domain
+    joint = _joint(model)
+    records = np.array(list(itertools.product(*(range(s) for s in dom.shape))))
+    logw = model.log_conditional(attrs, records)
+    assert logw.shape == (len(records), *(dom[a].size for a in attrs))
+    idx = [dom.index(a) for a in attrs]
+    for rec, lw in zip(records, logw):
+        # brute force: the joint at the record with ``attrs`` free, axes in ``attrs`` order
+        key = tuple(slice(None) if j in idx else int(v) for j, v in enumerate(rec))
+        want = np.moveaxis(joint[key], list(np.argsort(np.argsort(idx))), list(range(len(idx))))
+        if not want.sum() > 0:  # the rest alone is impossible: nothing to compare
+            continue
+        got = np.exp(lw - lw.max())
+        np.testing.assert_allclose(got / got.sum(), want / want.sum(), rtol=1e-9, atol=1e-12)
+        assert np.array_equal(np.isneginf(lw), want == 0)
+
+
+def test_dependents_are_the_rules_last_attributes_the_consequences():
+    dom = Domain.from_sizes({"age": 5, "edu": 3, "msp": 3, "job": 4, "industry": 6})
+    rules = RuleSet([
+        Rule.conditional("edu under 1", dom, {"age": [0]}, {"edu": [0]}),
+        Rule.conditional("msp under 2", dom, {"age": [0, 1]}, {"msp": [0]}),
+        Rule.functional("industry -> job", dom, "industry", "job", [0, 1, 1, 2, 3, 3]),
+        Rule.order("msp >= edu", dom, "msp", "edu", ">="),
+        Rule.forbid("edu2-job0", dom, ("edu", "job"), [(2, 0)]),
+    ])  # fmt: skip
+    assert dependents(rules) == {"edu under 1": "edu", "msp under 2": "msp", "industry -> job": "job",
+                                 "msp >= edu": "edu", "edu2-job0": "job"}  # fmt: skip
+    # a schema rule lists its premise's columns first, so it compiles with its consequence last
+    rule = SchemaRule("EDU null under 3", "if", premise=(Condition("AGEP", ranges=(("<", 3.0),)),),
+                      consequence=(Condition("EDU", null=True),))  # fmt: skip
+    assert rule.columns == ("AGEP", "EDU")
+
+
+def _cond(weights: dict[str, np.ndarray]):
+    """A conditional that ignores the record: independent log weights per attribute."""
+
+    def conditional(attrs, codes):
+        out = np.zeros((len(codes), *(weights[a].size for a in attrs)))
+        for i, a in enumerate(attrs):
+            out += np.log(weights[a]).reshape([1] + [weights[a].size if j == i else 1 for j in range(len(attrs))])
+        return out
+
+    return conditional
+
+
+def test_redraw_changes_only_the_dependent_and_draws_from_the_restricted_conditional():
+    dom = Domain.from_sizes({"age": 4, "edu": 5, "z": 3})
+    rules = RuleSet([
+        Rule.conditional("no school under 1", dom, {"age": [0]}, {"edu": [0]}),
+        Rule.conditional("school from 1", dom, {"age": [1, 2, 3]}, {"edu": [1, 2, 3, 4]}),
+        Rule.forbid("z2-edu4", dom, ("z", "edu"), [(2, 4)]),
+    ])  # fmt: skip
+    rng = np.random.default_rng(0)
+    n = 40_000
+    codes = np.stack([rng.integers(0, s, n) for s in dom.shape], 1)
+    codes[: n // 2] = [2, 0, 2]  # half break "school from 1"; their allowed edu: 1, 2, 3 (z = 2 forbids 4)
+    data = Dataset(codes, dom)
+    w = {"age": np.ones(4), "edu": np.array([4.0, 1.0, 2.0, 3.0, 5.0]), "z": np.ones(3)}
+    out, rep = redraw(data, rules, np.random.default_rng(1), _cond(w))
+    assert rules.violations(out) == {n: 0 for n in rules.names} and rep["left"] == 0
+    bad = rules.broken(data).any(axis=1)
+    assert rep["redrawn"] == bad.sum() and rep["resampled"] == {"edu": int(bad.sum())}
+    assert np.array_equal(out.codes[~bad], data.codes[~bad])
+    assert np.array_equal(out.codes[:, [0, 2]], data.codes[:, [0, 2]])  # age and z never move
+    got = np.bincount(out.codes[: n // 2, 1], minlength=5) / (n // 2)
+    want = np.array([0.0, 1.0, 2.0, 3.0, 0.0]) / 6.0
+    assert np.all(got[want == 0] == 0)
+    np.testing.assert_allclose(got, want, atol=0.01)
+    again, _ = redraw(data, rules, np.random.default_rng(1), _cond(w))
+    assert again.codes.tobytes() == out.codes.tobytes()
+
+
+def test_redraw_widens_when_the_dependent_alone_has_no_allowed_value():
+    # under 1: job null (code 0); a null job goes with a null industry and a set job with a set one
+    dom = Domain.from_sizes({"age": 3, "job": 3, "industry": 4, "other": 2})
+    rules = RuleSet([
+        Rule.conditional("no job under 1", dom, {"age": [0]}, {"job": [0]}),
+        Rule.conditional("null together", dom, {"job": [0]}, {"industry": [0]}),
+        Rule.conditional("set together", dom, {"job": [1, 2]}, {"industry": [1, 2, 3]}),
+        Rule.conditional("industry 3 is job 2", dom, {"industry": [3]}, {"job": [2]}),
+    ])  # fmt: skip
+    assert dependents(rules)["no job under 1"] == "job"
+    data = Dataset(np.array([[0, 2, 3, 1]] * 30 + [[1, 2, 3, 0]] * 30), dom)
+    w = {a: np.ones(s) for a, s in zip(dom.names, dom.shape)}
+    out, rep = redraw(data, rules, np.random.default_rng(0), _cond(w))
+    assert rules.violations(out) == {n: 0 for n in rules.names} and rep["left"] == 0 and rep["redrawn"] == 30
+    assert np.array_equal(out.codes[:30], np.array([[0, 0, 0, 1]] * 30))  # job and industry, together
+    assert np.array_equal(out.codes[30:], data.codes[30:])
+
+
+def test_enforce_with_a_conditional_does_not_reject_and_reports():
+    dom = Domain.from_sizes({"a": 3, "b": 3})
+    rules = RuleSet([Rule.order("a>=b", dom, "a", "b", ">=")])
+    data = Dataset(np.array([[0, 2], [2, 1], [1, 2]]), dom)
+    w = {"a": np.ones(3), "b": np.ones(3)}
+    out, rep = enforce(data, rules, np.random.default_rng(0), conditional=_cond(w),
+                       draw=lambda k: pytest.fail("no rejection with a conditional"))  # fmt: skip
+    assert rep["redrawn"] == 2 and rep["rejected"] == 0 and rep["repaired"] == 0 and rep["violations"] == {"a>=b": 0}
+    assert np.array_equal(out.codes[:, 0], data.codes[:, 0])  # b (the later attribute) is the one redrawn
+
+
+def test_log_reversal_moves_merged_values_within_their_merged_set():
+    dom = Domain.from_sizes({"x": 6, "y": 4})
+    comp = Compression(dom, {"x": np.array([1, 1, 0, 0, 0, 1], bool), "y": np.ones(4, bool)})  # x 2, 3, 4 merged
+    rules = RuleSet(
+        [Rule.forbid("x23-y0", dom, ("x", "y"), [(2, 0), (3, 0)]), Rule.forbid("x0-y1", dom, ("x", "y"), [(0, 1)])]
+    )
+    rng = np.random.default_rng(0)
+    codes = np.stack([rng.integers(0, 4, 3000), rng.integers(0, 4, 3000)], 1)
+    compressed = Dataset(codes[~((codes[:, 0] == 0) & (codes[:, 1] == 1))], comp.compressed)  # obeys x0-y1
+    back = comp.reverse(compressed, rng)
+    before = rules.broken(back)
+    assert before[:, 0].sum() > 100 and before[:, 1].sum() == 0
+    out, rep = enforce(back, rules, np.random.default_rng(1), conditional=comp.log_reversal)
+    assert rep["violations"] == {"x23-y0": 0, "x0-y1": 0} and rep["repaired"] == 0
+    assert rep["redrawn"] == before[:, 0].sum()
+    assert np.array_equal(comp.compress(out).codes, compressed.codes)  # the compressed records are unchanged
+    assert set(np.unique(out.codes[before[:, 0], 0])) == {4}  # the one merged value y = 0 allows
+    lw = comp.log_reversal(("x",), np.array([[0, 0], [3, 0]]))
+    assert np.array_equal(np.isfinite(lw), np.array([[1, 0, 0, 0, 0, 0], [0, 0, 1, 1, 1, 0]], bool))
+
+
+def test_pgm_redraw_keeps_the_conditioning_marginal_where_rejection_does_not():
+    """A model that keeps age and education independent, and the rule "no schooling exactly
+    under 1": redrawing education keeps the model's age marginal exactly; rejection (the model
+    conditioned on the rule) moves it, thinning out the rare young records."""
+    dom = Domain.from_sizes({"age": 4, "edu": 3})
+    age = np.array([0.1, 0.3, 0.3, 0.3])
+    edu = np.array([0.1, 0.5, 0.4])
+    model = GraphicalModel.from_factors(dom, [Factor(("age",), np.log(age)), Factor(("edu",), np.log(edu))], 1.0)
+    rules = RuleSet([
+        Rule.conditional("none under 1", dom, {"age": [0]}, {"edu": [0]}),
+        Rule.conditional("some from 1", dom, {"age": [1, 2, 3]}, {"edu": [1, 2]}),
+    ])  # fmt: skip
+    n = 50_000
+    rng = np.random.default_rng(0)
+    data = model.synthetic_data(n, rng=rng)
+    out, rep = enforce(data, rules, rng, conditional=model.log_conditional)
+    assert rep["violations"] == {"none under 1": 0, "some from 1": 0}
+    assert np.array_equal(out.codes[:, 0], data.codes[:, 0])
+    # edu: 0 exactly for the young; the others' 0 redrawn over 1, 2 in the ratio 5 : 4
+    np.testing.assert_allclose(np.bincount(out.codes[:, 1], minlength=3) / n, [0.1, 0.5, 0.4], atol=0.01)
+    rej, _ = reject(data, rules, lambda k: model.synthetic_data(k, rng=rng, method="sample"), max_rounds=100)
+    young = np.mean(rej.codes[:, 0] == 0)
+    assert young < 0.03  # 0.1 * 0.1 / (0.1 * 0.1 + 0.9 * 0.9) ≈ 0.012, not 0.1
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pgm_generation_never_breaks_a_rule_left_out_of_the_model(seed, monkeypatch):
+    monkeypatch.setattr(estimation, "RULE_GROWTH", 1.0)  # the placement's limit, lowered: the rules are left out
+    monkeypatch.setattr(estimation, "RULE_SLACK_CELLS", 0)
+    rules = _rules()
+    for name in ("mst", "independent"):
+        res = _run(name, seed, rules=rules)
+        assert rules.violations(res.synthetic) == {n: 0 for n in rules.names}
+        assert res.extras["rules"]["rejected"] == 0
+        assert name == "mst" or res.extras["rules"]["model"]["left"]  # (MST's tree holds every pair of 3 columns)
+        assert _run(name, seed, rules=rules).synthetic.codes.tobytes() == res.synthetic.codes.tobytes()
+
+
+def test_placement_takes_the_cheap_rule_sets_first_and_rechecks_split_pairs(monkeypatch):
+    """A chain a - b - c - d - e measured pairwise: the dear rule (a, e: a clique over the whole
+    chain's span) is listed first, the cheap one (a, c) second; a limit that admits one takes
+    the cheap one; the cost of each is the tree's cells with that set alone added."""
+    dom = Domain.from_sizes({"a": 4, "b": 4, "c": 4, "d": 4, "e": 4})
+    pairs = [("a", "b"), ("b", "c"), ("c", "d"), ("d", "e")]
+    ms = [Measurement(c, None, np.full(16, 10.0), 1.0) for c in pairs]
+    dear = Rule.forbid("a0-e0", dom, ("a", "e"), [(0, 0)])
+    cheap = Rule.forbid("a0-c0", dom, ("a", "c"), [(0, 0)])
+    base = build_junction_tree(dom, pairs).cells
+    cost = {r.name: build_junction_tree(dom, [*pairs, r.attrs]).cells for r in (dear, cheap)}
+    assert cost["a0-c0"] < cost["a0-e0"]
+    monkeypatch.setattr(estimation, "RULE_GROWTH", 1.0)
+    monkeypatch.setattr(estimation, "RULE_SLACK_CELLS", cost["a0-c0"] - base)  # room for the cheap set only
+    model = estimation.estimate(dom, ms, iters=5, total=160.0, rules=RuleSet([dear, cheap]))
+    assert model.stats["rules"]["added_cliques"] == [["a", "c"]] and model.stats["rules"]["left"] == ["a0-e0"]
+    monkeypatch.setattr(estimation, "RULE_SLACK_CELLS", 10**6)  # room for both
+    model = estimation.estimate(dom, ms, iters=5, total=160.0, rules=RuleSet([dear, cheap]))
+    assert model.stats["rules"]["left"] == [] and model.stats["rules"]["added_cliques"][0] == ["a", "c"]
