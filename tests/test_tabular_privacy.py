@@ -127,7 +127,8 @@ def test_discovery_finds_what_it_should():
         assert x.min() - 0.02 * np.ptp(x) <= lo <= np.quantile(x, 0.01) and np.quantile(x, 0.99) <= hi
         assert hi <= x.max() + 0.02 * np.ptp(x) + 1 and clamped < 0.01
         cuts = dsc.quantile_cuts(dist, lo, hi, 4, integer)
-        assert np.allclose(cuts, np.quantile(x, [0.25, 0.5, 0.75]), rtol=0.02, atol=2.0)
+        # within the noise of a cumulative sum over the ~1,040 cells (core and tails, sigma 1): a few percent
+        assert np.allclose(cuts, np.quantile(x, [0.25, 0.5, 0.75]), rtol=0.04, atol=2.0)
 
 
 def test_range_and_nulls_of_a_sparse_column():
@@ -484,3 +485,34 @@ def test_values_too_few_to_locate_are_written_as_null_in_a_column_without_nulls(
     assert all(c.size <= largest[c.name].size for c in enc.columns)
     for c in set(frame) - set(lost):  # located columns keep their values within the bounds
         assert out[c].notna().all()
+
+
+def test_tail_cells_find_a_thin_tail_the_range_scan_misses():
+    """A thin lower tail (ages 0-17 spread over many grid bins) that no range window passes at a
+    small budget is found by the distribution's octave-wide tail cells; a point mass at the top
+    (a top code) gets a quantile bin of its own."""
+    rng = np.random.default_rng(5)
+    x = np.concatenate([rng.integers(0, 18, 1500), rng.integers(18, 90, 5700), np.full(6000, 501)]).astype(float)
+    lower, _ = dsc.range_bins(True)
+    i, j = (int(k) for k in dsc._bin_of(np.array([30.0, 501.0]), lower))  # a range that missed the tail
+    edges = dsc.fine_edges(0, 0, True, cells=64, range_index=(i, j))
+    assert edges[0] == 0.0 and {16.0, 8.0, 1.0} <= set(edges.tolist())  # tail cells down to zero, integral
+    assert np.all(edges == np.round(edges)) and np.all(np.diff(edges) > 0)
+    led = BudgetLedger(10.0)
+    dist, _ = dsc.measure_distribution(x, edges, rho=0.05, rng=rng, ledger=led, label="d")
+    lo, hi, clamped = dsc.refine_bounds(dist, True)
+    assert lo <= 2 and clamped < 0.02
+    cuts = dsc.quantile_cuts(dist, lo, hi, 8, True)
+    assert len(cuts) >= 6 and 501.0 in cuts or any(c <= 501 for c in cuts[-1:])
+
+
+def test_quantile_cuts_keep_their_count_around_a_point_mass():
+    """A cell of 60% of the mass takes one bin, not five: the other bins share the rest."""
+    edges = np.arange(0.0, 101.0)
+    masses = np.full(100, 0.4 / 99)
+    masses[99] = 0.6
+    dist = dsc.Distribution(edges, masses, 0.0, 0.0)
+    cuts = dsc.quantile_cuts(dist, 0.0, 100.0, 8, False)
+    assert cuts[-1] == 99.0 and len(cuts) == 7
+    shares = np.diff(np.concatenate([[0.0], cuts])) * 0.4 / 99
+    assert np.allclose(shares, 0.4 / 7, atol=2 * 0.4 / 99)  # equal shares, to a cell or two

@@ -410,7 +410,64 @@ def fine_edges(
         lower[zero] = 0.0 if i == zero else lower[zero]
         upper[zero] = 0.0 if j == zero and i < zero else upper[zero]
     parts = [_split(lower[k], upper[k], m, integer)[:-1] for k in range(i, j + 1)]
-    return np.concatenate([*parts, [upper[j]]])
+    core = np.concatenate([*parts, [upper[j]]])
+    return np.union1d(core, _tail_edges(float(core[0]), float(core[-1]), integer))
+
+
+#: Octaves of tail cells beyond a discovered range, away from zero (:func:`fine_edges`).
+TAIL_OCTAVES = 8
+#: Octaves of tail cells between a discovered range and zero, floats (one cell for the rest).
+TAIL_OCTAVES_TO_ZERO = 16
+#: Integer tail cells below this magnitude hold one integer each (codes stay codes).
+SINGLE_INTEGERS = 32
+
+
+def _magnitudes(m0: float, toward_zero: bool, integer: bool) -> list[float]:
+    """The magnitudes of tail cell edges beyond magnitude ``m0`` (excluded): an octave apart
+    (integers below :data:`SINGLE_INTEGERS`: every integer); toward zero down to 0 (floats: after
+    :data:`TAIL_OCTAVES_TO_ZERO` octaves, one cell down to 0), away from zero up to
+    :data:`TAIL_OCTAVES` octaves out (within the range grid)."""
+    out: list[float] = []
+    if toward_zero:
+        m = m0
+        for _ in range(TAIL_OCTAVES_TO_ZERO if not integer else 64):
+            m = (m - 1.0 if m <= SINGLE_INTEGERS else 2.0 ** math.ceil(math.log2(m) - 1)) if integer else m / 2.0
+            if m <= 0.0:
+                break
+            out.append(m)
+        if not integer and m > 2.0 ** FLOAT_EXPONENTS[0]:  # exact zeros (a point mass) in a cell of their own
+            out.append(2.0 ** FLOAT_EXPONENTS[0])
+        return [*out, 0.0]
+    top = 2.0 ** (INTEGER_EXPONENTS[1] if integer else FLOAT_EXPONENTS[1])
+    m = m0
+    while m < min(m0 * 2.0**TAIL_OCTAVES, top):
+        m = (m + 1.0 if m < SINGLE_INTEGERS else 2.0 ** math.floor(math.log2(m) + 1)) if integer else m * 2.0
+        out.append(min(m, top))
+    return out
+
+
+def _tail_edges(a: float, b: float, integer: bool) -> np.ndarray:
+    """Edges of the tail cells of a discovered range ``[a, b)`` (:func:`fine_edges`): outward
+    from each end, toward zero down to zero and away from zero a few octaves; none below a
+    range starting at 0 (non-negative values stay non-negative). Integer cells hold whole
+    integers (a negative cell of magnitudes ``[p, q)`` is ``[1 - q, 1 - p)``, as on the grid)."""
+    def signed(ms: list[float], negative: bool) -> list[float]:
+        return [(1.0 - m if integer else -m) if negative else m for m in ms]
+
+    # the magnitude of an edge on the negative side (integers: the grid's edge 1 - m)
+    def mag(v: float) -> float:
+        return (1.0 - v if integer else -v) if v <= 0 else v
+
+    out: list[float] = []
+    if a > 0:  # below a positive range: toward zero
+        out += _magnitudes(a, True, integer)
+    elif a < 0:  # below a negative range: away from zero
+        out += signed(_magnitudes(mag(a), False, integer), True)
+    if b <= 0 and (b < 0 or integer):  # above a negative range: toward zero
+        out += signed(_magnitudes(mag(b), True, integer), True)
+    elif b > 0:  # above a positive range: away from zero
+        out += _magnitudes(b, False, integer)
+    return np.array(out, dtype=np.float64)
 
 
 def _bounded_edges(lo: float, hi: float, integer: bool, cells: int) -> np.ndarray:
@@ -517,28 +574,45 @@ def refine_bounds(dist: Distribution, integer: bool) -> tuple[float, float, floa
     found = mass_edges(dist.noisy[1:-1], dist.sigma)
     lo_i, hi_i = (0, m.size - 1) if found is None else found
     lo, top = float(e[lo_i]), float(e[hi_i + 1])
-    cum = dist.cdf_at_edges()
-    clamped = (cum[lo_i] + (total - cum[hi_i + 1])) / total if total > 0 else 0.0
-    return lo, (top - 1.0 if integer else top), float(clamped)
+    y = dist.noisy  # (below, cells..., above): the noisy count outside the bounds, unbiased (the isotonic
+    outside = float(y[: lo_i + 1].sum() + y[hi_i + 2 :].sum())  # masses of empty cells are not)
+    clamped = float(np.clip(outside / total, 0.0, 1.0)) if total > 0 else 0.0
+    return lo, (top - 1.0 if integer else top), clamped
 
 
 def quantile_cuts(dist: Distribution, lo: float, hi: float, bins: int, integer: bool) -> list[float]:
-    """Interior cut points at the ``j/bins`` quantiles of the private distribution within
-    ``[lo, hi]``, each at a cell edge; repeats merged (fewer bins). Equal-width cuts when
-    the distribution holds no mass there."""
+    """Interior cut points of about ``bins`` bins of equal private mass within ``[lo, hi]``,
+    each at a cell edge: cells are taken in order into a bin until it holds its share of
+    the mass not yet binned (that mass over the bins left); a cell that alone holds a bin's
+    share (a point mass: a top code, a zero) is a bin of its own and the other bins share the
+    rest, so a point mass does not take several bins' worth of cuts with it. Equal-width cuts
+    when the distribution holds no mass there."""
     e = dist.edges
     top = hi + 1.0 if integer else hi
     inside = (e[:-1] >= lo) & (e[1:] <= top)
     cells, mass = np.flatnonzero(inside), dist.masses[inside]
     if not mass.sum() > 0 or bins <= 1:
         return uniform_cuts(lo, hi, bins, integer)
-    cdf = np.cumsum(mass) / mass.sum()
+    heavy = mass >= mass.sum() / bins  # point masses (a top code, a zero): a bin each
     cuts: list[float] = []
-    for j in range(1, bins):
-        k = min(int(np.searchsorted(cdf, j / bins, side="left")), cells.size - 1)
-        c = float(e[cells[k] + 1])
-        if lo < c < top and (not cuts or c > cuts[-1]):
-            cuts.append(c)
+    left, n_left, acc = float(mass[~heavy].sum()), max(bins - int(heavy.sum()), 1), 0.0
+
+    def cut(edge: float, share: bool) -> None:
+        nonlocal left, n_left, acc
+        if lo < edge < top and (not cuts or edge > cuts[-1]) and len(cuts) < bins - 1:  # never more than bins
+            cuts.append(edge)
+            if share:
+                left, n_left = left - acc, max(n_left - 1, 1)
+            acc = 0.0
+
+    for k, mk, big in zip(cells.tolist(), mass.tolist(), heavy.tolist()):
+        if big:
+            cut(float(e[k]), acc > 0)
+            cut(float(e[k + 1]), False)
+            continue
+        acc += mk
+        if n_left > 1 and acc >= left / n_left:
+            cut(float(e[k + 1]), True)
     return cuts
 
 
