@@ -127,8 +127,34 @@ def test_discovery_finds_what_it_should():
         assert x.min() - 0.02 * np.ptp(x) <= lo <= np.quantile(x, 0.01) and np.quantile(x, 0.99) <= hi
         assert hi <= x.max() + 0.02 * np.ptp(x) + 1 and clamped < 0.01
         cuts = dsc.quantile_cuts(dist, lo, hi, 4, integer)
-        # within the noise of a cumulative sum over the ~1,040 cells (core and tails, sigma 1): a few percent
+        # within the noise of a cumulative sum over the core and tail cells (sigma 1): a few percent
         assert np.allclose(cuts, np.quantile(x, [0.25, 0.5, 0.75]), rtol=0.04, atol=2.0)
+
+
+def test_a_point_mass_in_a_discovered_range_keeps_its_value():
+    """A top code holding most of an integer column (an income-to-poverty ratio's 501) inside
+    a discovered range: the distribution cells follow the range step's noisy mass, so 501 is
+    a cell of its own and the column's values decode to 501 as often as the data has it;
+    without the mass the cells there are ~10 integers wide and spread it."""
+    from margsynth.tabular import encoder_of, synthesize
+
+    rng = np.random.default_rng(5)
+    x = np.where(rng.random(7000) < 0.55, 501, rng.integers(0, 501, 7000)).astype(float)
+    led = BudgetLedger.from_dp(10.0, 1e-6)
+    (i, j), info = dsc.release_range(dsc.range_histogram(x, True), rho=0.004, integer=True, rng=rng, ledger=led,
+                                     label="r", with_noisy=True)  # fmt: skip
+    assert info["noisy"].size == j - i + 1
+    cells = dsc.distribution_cells(len(x), 10.4)
+    plain = dsc.fine_edges(0, 0, True, cells=cells, range_index=(i, j))
+    weighted = dsc.fine_edges(0, 0, True, cells=cells, range_index=(i, j), range_mass=info["noisy"])
+    assert not {501.0, 502.0} <= set(plain.tolist())
+    assert {501.0, 502.0} <= set(weighted.tolist()) and weighted.size <= cells + 64
+    frame = pd.DataFrame({"p": x.astype(int).astype(str)})
+    schema = {"columns": [{"name": "p", "kind": "numeric", "type": "integer", "bounds": "discover"}]}
+    _, report = synthesize(frame, schema, "independent", epsilon=10.0, delta=1e-6, seed=3, iters=5)
+    enc = encoder_of(report)
+    decoded = enc.to_text(enc.decode(enc.encode(frame), np.random.default_rng(0)))["p"]
+    assert abs((decoded == "501").mean() - (x == 501).mean()) < 0.02
 
 
 def test_range_and_nulls_of_a_sparse_column():
@@ -221,6 +247,40 @@ def test_default_rule_adapts_to_the_table():
     _, rep_small = fit_encoder(raw(300), SCHEMA, ledger=small, rng=np.random.default_rng(1), delta=1e-7)
     assert rep_small["categories"]["kept_fraction"] > rep["categories"]["kept_fraction"]
     assert rep_small["rho"] > rep["rho"]  # a small table buys its categories with more of the budget
+
+
+@pytest.mark.parametrize("rows,epsilon", [(300, 1.0), (3000, 1.0), (3000, 20.0), (20000, 1.0), (20000, 0.2)])
+def test_numeric_share_finds_a_twentieth_of_the_rows(rows, epsilon):
+    """The numeric columns' share under the default rule: at least 10%; above it only as far as
+    the range steps need to find a range bin of 5% of the rows w.p. 0.99 (their sigma at most
+    0.05 n / (z + 2.33)), and only within the caps; every step on the ledger, never beyond the
+    rule's most."""
+    from scipy.special import ndtri
+
+    from margsynth.tabular.encoder import (
+        DISCOVERY_CAP, NUMERIC_CAP, NUMERIC_FRACTION, NUMERIC_SHARE, RANGE_PART, discovery_budget,
+    )  # fmt: skip
+
+    led = BudgetLedger.from_dp(epsilon, 1e-6)
+    _, rep = fit_encoder(raw(rows), SCHEMA, ledger=led, rng=np.random.default_rng(2), delta=1e-7)
+    share, n = rep["numeric_share"], rep["rows"]["rows"]
+    assert NUMERIC_SHARE <= share <= NUMERIC_CAP
+    assert led.spent == pytest.approx(rep["rho"], rel=1e-12)
+    assert rep["rho"] <= discovery_budget(Schema.coerce(SCHEMA), led.total)["most"] <= led.total
+    nums = ["price", "rooms"]
+    for name in nums:
+        rng_step = next(st for st in rep["columns"][name]["steps"] if st["step"] == "range")
+        assert rng_step["rho"] == pytest.approx(RANGE_PART * share * led.total / len(nums), rel=1e-12)
+    z = max(dsc.range_threshold(False), dsc.range_threshold(True)) + float(ndtri(0.99))
+    sigma = max(st["sigma"] for name in nums for st in rep["columns"][name]["steps"] if st["step"] == "range")
+    if share > NUMERIC_SHARE + 1e-12:  # raised: exactly to the criterion, or to a cap
+        at_cap = share == pytest.approx(NUMERIC_CAP) or rep["rho"] == pytest.approx(DISCOVERY_CAP * led.total)
+        assert at_cap or sigma == pytest.approx(NUMERIC_FRACTION * n / z, rel=1e-9)
+        assert sigma >= NUMERIC_FRACTION * n / z * (1 - 1e-9)
+    else:  # the floor already meets it
+        assert sigma <= NUMERIC_FRACTION * n / z * (1 + 1e-9)
+    if rows == 300:
+        assert share > NUMERIC_SHARE  # a small table at a small budget spends more on its ranges
 
 
 @pytest.mark.parametrize("epsilon,delta", [(1.0, 1e-6), (0.05, 1e-9), (8.0, 1e-3)])
@@ -489,8 +549,7 @@ def test_values_too_few_to_locate_are_written_as_null_in_a_column_without_nulls(
 
 def test_tail_cells_find_a_thin_tail_the_range_scan_misses():
     """A thin lower tail (ages 0-17 spread over many grid bins) that no range window passes at a
-    small budget is found by the distribution's octave-wide tail cells; a point mass at the top
-    (a top code) gets a quantile bin of its own."""
+    small budget is found by the distribution's octave-wide tail cells."""
     rng = np.random.default_rng(5)
     x = np.concatenate([rng.integers(0, 18, 1500), rng.integers(18, 90, 5700), np.full(6000, 501)]).astype(float)
     lower, _ = dsc.range_bins(True)
@@ -503,16 +562,5 @@ def test_tail_cells_find_a_thin_tail_the_range_scan_misses():
     lo, hi, clamped = dsc.refine_bounds(dist, True)
     assert lo <= 2 and clamped < 0.02
     cuts = dsc.quantile_cuts(dist, lo, hi, 8, True)
-    assert len(cuts) >= 6 and 501.0 in cuts or any(c <= 501 for c in cuts[-1:])
+    assert cuts == sorted(set(cuts)) and lo < cuts[0] and cuts[-1] <= hi + 1
 
-
-def test_quantile_cuts_keep_their_count_around_a_point_mass():
-    """A cell of 60% of the mass takes one bin, not five: the other bins share the rest."""
-    edges = np.arange(0.0, 101.0)
-    masses = np.full(100, 0.4 / 99)
-    masses[99] = 0.6
-    dist = dsc.Distribution(edges, masses, 0.0, 0.0)
-    cuts = dsc.quantile_cuts(dist, 0.0, 100.0, 8, False)
-    assert cuts[-1] == 99.0 and len(cuts) == 7
-    shares = np.diff(np.concatenate([[0.0], cuts])) * 0.4 / 99
-    assert np.allclose(shares, 0.4 / 7, atol=2 * 0.4 / 99)  # equal shares, to a cell or two

@@ -48,8 +48,9 @@ noise, from the schema and earlier releases only.
    column's values are too few to be located at this budget: the report says so (the
    encoder then codes them as null when the column may hold nulls).
 4. **Distribution** (:func:`measure_distribution`): a noisy histogram over cells within
-   the range (each range bin cut into equal cells; integer cells hold whole integers; one
-   cell per integer when they are few) or within given bounds (cut at the range grid's
+   the range (each range bin cut into equal cells, more of them where the range step's noisy
+   counts put more of the values; integer cells hold whole integers; one cell per integer
+   when they are few, or when a range bin holds a point mass) or within given bounds (cut at the range grid's
    edges as well as evenly, so the cells follow the scale of the values either way; an
    integer bound a cell of its own: :func:`fine_edges`), plus a cell below and a cell above
    for values outside it. The number of cells is what the noise allows: about
@@ -285,6 +286,14 @@ def mass_edges(noisy: np.ndarray, sigma: float, false_positive: float = RANGE_FA
     return lo, max(hi, lo)
 
 
+def range_threshold(integer: bool, false_positive: float = RANGE_FALSE_POSITIVE) -> float:
+    """The range scan's threshold for a single bin, in units of its noise ``σ`` (:func:`mass_edges`
+    over the whole grid of :func:`range_bins`)."""
+    n = range_bins(integer)[0].size
+    widths = sum(1 for k in range(int(np.log2(n)) + 1) if 2**k <= n)
+    return -float(ndtri(false_positive / (n * widths)))
+
+
 # ----------------------------------------------------------------------------- range
 @cache
 def range_bins(integer: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -349,8 +358,11 @@ def release_range(
     ledger: BudgetLedger,
     label: str,
     nulls: int | None = None,
+    with_noisy: bool = False,
 ) -> tuple[tuple[int, int], dict[str, Any]]:
-    """:func:`discover_range` from the histogram :func:`range_histogram`."""
+    """:func:`discover_range` from the histogram :func:`range_histogram`. ``with_noisy``: the
+    report also holds the noisy counts of the range's bins (``"noisy"``, for
+    :func:`fine_edges`' ``range_mass``)."""
     lower, upper = range_bins(integer)
     values = np.concatenate([counts, [nulls]]) if nulls is not None else counts
     noisy, sigma = noisy_counts(values, rho, rng, ledger, label)
@@ -367,6 +379,8 @@ def release_range(
                             "rho": rho, "range": [float(lower[lo]), float(upper[hi])], "sparse": bool(sparse)}  # fmt: skip
     if nulls is not None:
         info["noisy_nulls"] = float(noisy[-1])
+    if with_noisy:
+        info["noisy"] = noisy[lo : hi + 1]
     return (lo, hi), info
 
 
@@ -381,12 +395,26 @@ def _split(a: float, b: float, m: int, integer: bool) -> np.ndarray:
 
 
 def fine_edges(
-    lo: float, hi: float, integer: bool, *, cells: int = FINE_CELLS, range_index: tuple[int, int] | None = None
+    lo: float,
+    hi: float,
+    integer: bool,
+    *,
+    cells: int = FINE_CELLS,
+    range_index: tuple[int, int] | None = None,
+    range_mass: np.ndarray | None = None,
+    range_sigma: float = 0.0,
 ) -> np.ndarray:
     """The edges of the distribution histogram (module docstring, 4), half-open cells,
     increasing. With ``range_index`` (the bins :func:`discover_range` found) every range bin
-    between them is cut into ``cells // bins`` equal cells, so the cells follow the scale
-    of the data. Without it (given bounds) ``[lo, hi]`` (``hi + 1`` for integers) is cut at
+    between them is cut into equal cells, so the cells follow the scale of the data: half of
+    ``cells`` shared equally between the bins and, with ``range_mass`` (the range step's noisy
+    counts of those bins, released, and ``range_sigma`` their noise), the other half in
+    proportion to each bin's noisy mass above ``2 range_sigma`` (so the noise of empty bins
+    draws few cells), so a bin holding much of the values gets fine cells — a point
+    mass (a top code such as an income-to-poverty ratio's "501 or more", a common round
+    value) then has a cell of its own (an integer bin given cells by its mass for a quarter
+    of its integers or more gets one cell per integer) instead of being spread over its neighbours when
+    decoding draws within a cell. Without ``range_mass``, ``cells`` shared equally. Without it (given bounds) ``[lo, hi]`` (``hi + 1`` for integers) is cut at
     the range-grid edges inside it (floats: none below ``(hi - lo) / FINE_CELLS`` in
     magnitude) and each part into equal cells, as many as its share of ``cells`` equal-width
     cells over the bounds, and at least an equal share of ``cells / 2`` (at least one): cells
@@ -403,13 +431,25 @@ def fine_edges(
         return _bounded_edges(float(lo), float(hi), integer, cells)
     lower, upper = range_bins(integer)
     i, j = range_index
-    m = max(1, cells // (j - i + 1))
+    bins = j - i + 1
+    if range_mass is None:
+        m = np.full(bins, max(1, cells // bins))
+    else:
+        w = np.clip(np.asarray(range_mass, dtype=np.float64) - 2.0 * range_sigma, 0.0, None)
+        if w.size != bins:
+            raise ValueError(f"range_mass: expected {bins} noisy counts (the range's bins), got {w.size}")
+        even = max(1, (cells // 2) // bins)
+        by_mass = np.floor((cells - cells // 2) * w / w.sum()) if w.sum() > 0 else np.zeros(bins)
+        m = even + by_mass.astype(np.int64)
+        if integer:  # a bin given a quarter of its integers as cells gets all of them: a point mass stays exact
+            width = (upper - lower)[i : j + 1]
+            m = np.where((by_mass > 0) & (4 * m >= width), width, m).astype(np.int64)
     lower, upper = lower.copy(), upper.copy()
     if not integer:  # the float zero bin as an outer bin: its edge at 0 (values of non-negative data stay >= 0)
         zero = lower.size // 2
         lower[zero] = 0.0 if i == zero else lower[zero]
         upper[zero] = 0.0 if j == zero and i < zero else upper[zero]
-    parts = [_split(lower[k], upper[k], m, integer)[:-1] for k in range(i, j + 1)]
+    parts = [_split(lower[k], upper[k], int(m[k - i]), integer)[:-1] for k in range(i, j + 1)]
     core = np.concatenate([*parts, [upper[j]]])
     return np.union1d(core, _tail_edges(float(core[0]), float(core[-1]), integer))
 
@@ -581,38 +621,22 @@ def refine_bounds(dist: Distribution, integer: bool) -> tuple[float, float, floa
 
 
 def quantile_cuts(dist: Distribution, lo: float, hi: float, bins: int, integer: bool) -> list[float]:
-    """Interior cut points of about ``bins`` bins of equal private mass within ``[lo, hi]``,
-    each at a cell edge: cells are taken in order into a bin until it holds its share of
-    the mass not yet binned (that mass over the bins left); a cell that alone holds a bin's
-    share (a point mass: a top code, a zero) is a bin of its own and the other bins share the
-    rest, so a point mass does not take several bins' worth of cuts with it. Equal-width cuts
-    when the distribution holds no mass there."""
+    """Interior cut points at the ``j/bins`` quantiles of the private distribution within
+    ``[lo, hi]``, each at a cell edge; repeats merged (fewer bins). Equal-width cuts when
+    the distribution holds no mass there."""
     e = dist.edges
     top = hi + 1.0 if integer else hi
     inside = (e[:-1] >= lo) & (e[1:] <= top)
     cells, mass = np.flatnonzero(inside), dist.masses[inside]
     if not mass.sum() > 0 or bins <= 1:
         return uniform_cuts(lo, hi, bins, integer)
-    heavy = mass >= mass.sum() / bins  # point masses (a top code, a zero): a bin each
+    cdf = np.cumsum(mass) / mass.sum()
     cuts: list[float] = []
-    left, n_left, acc = float(mass[~heavy].sum()), max(bins - int(heavy.sum()), 1), 0.0
-
-    def cut(edge: float, share: bool) -> None:
-        nonlocal left, n_left, acc
-        if lo < edge < top and (not cuts or edge > cuts[-1]) and len(cuts) < bins - 1:  # never more than bins
-            cuts.append(edge)
-            if share:
-                left, n_left = left - acc, max(n_left - 1, 1)
-            acc = 0.0
-
-    for k, mk, big in zip(cells.tolist(), mass.tolist(), heavy.tolist()):
-        if big:
-            cut(float(e[k]), acc > 0)
-            cut(float(e[k + 1]), False)
-            continue
-        acc += mk
-        if n_left > 1 and acc >= left / n_left:
-            cut(float(e[k + 1]), True)
+    for j in range(1, bins):
+        k = min(int(np.searchsorted(cdf, j / bins, side="left")), cells.size - 1)
+        c = float(e[cells[k] + 1])
+        if lo < c < top and (not cuts or c > cuts[-1]):
+            cuts.append(c)
     return cuts
 
 

@@ -779,7 +779,10 @@ def _steps(schema: Schema) -> list[tuple[str, str]]:
 
 #: The budget rule of discovery (:func:`discovery_budget`), as shares of the run's total ρ.
 COUNT_SHARE = 0.005  # the noisy row count (null rates, bins, the category budget)
-NUMERIC_SHARE = 0.10  # all numeric columns together (range 40%, distribution 60% of a column's)
+NUMERIC_SHARE = 0.10  # all numeric columns together at least (range 40%, distribution 60% of a column's)
+NUMERIC_CAP = 0.50  # numeric columns at most, so that a range bin of NUMERIC_FRACTION of the rows is found
+NUMERIC_FRACTION = 0.05  # ... with probability KEEP_PROBABILITY, on tables whose size and budget allow it
+DISCOVERY_CAP = 0.90  # numeric columns take more than NUMERIC_SHARE only while discovery stays within this
 NULLS_SHARE = 0.002  # a column whose only step is its null count
 CATEGORY_SHARE = 0.10  # categories, when that keeps every category of the smallest fraction below
 CATEGORY_CAP = 0.75  # categories at most, to keep every category of 10% of the rows on small tables
@@ -802,7 +805,7 @@ def discovery_budget(schema: Schema, total: float, share: float | None = None) -
     cat_cols = [n for n, s in steps if s == "categories"]
     num_cols = list(dict.fromkeys(n for n, s in steps if s in ("range", "distribution")))
     null_cols = [n for n, s in steps if s == "nulls"]
-    plan: dict[str, Any] = {"count": 0.0, "columns": {}, "categories": "adaptive"}
+    plan: dict[str, Any] = {"count": 0.0, "columns": {}, "categories": "adaptive", "numeric": None}
     if not steps:
         plan["most"] = 0.0
         return plan
@@ -811,6 +814,8 @@ def discovery_budget(schema: Schema, total: float, share: float | None = None) -
         per_num = NUMERIC_SHARE * total / len(num_cols) if num_cols else 0.0
         cat_most = CATEGORY_CAP * total if cat_cols else 0.0
         per_null = NULLS_SHARE * total
+        if any("range" in schema[name].discovers for name in num_cols):
+            plan["numeric"] = "adaptive"
     else:
         budget = share * total
         plan["count"] = 0.02 * budget
@@ -828,7 +833,38 @@ def discovery_budget(schema: Schema, total: float, share: float | None = None) -
     for name in null_cols:
         plan["columns"][name] = {"nulls": per_null}
     plan["most"] = plan["count"] + per_num * len(num_cols) + per_null * len(null_cols) + cat_most
+    if plan["numeric"] == "adaptive":  # numeric_budget: at most NUMERIC_CAP, beyond NUMERIC_SHARE only within DISCOVERY_CAP
+        fixed = plan["count"] + per_null * len(null_cols) + cat_most
+        plan["most"] = min(fixed + NUMERIC_CAP * total, max(plan["most"], DISCOVERY_CAP * total))
     return plan
+
+
+def numeric_budget(schema: Schema, plan: dict[str, Any], rows: float, total: float, spent: float) -> float:
+    """The numeric columns' share of ``total`` under the default rule, from the noisy row
+    count ``rows`` (post-processing of a released value) and ``spent``, the ρ discovery has
+    spent or committed before them (the row count, the category sets, the null counts): the
+    share at which every numeric column's range step finds a range bin holding
+    :data:`NUMERIC_FRACTION` of the rows with probability ``KEEP_PROBABILITY`` — its noise
+    ``σ ≤ NUMERIC_FRACTION · rows / (z + Φ⁻¹(KEEP_PROBABILITY))``, ``z`` the range scan's
+    threshold in units of ``σ`` (:func:`~margsynth.tabular.discovery.range_threshold`) —
+    between :data:`NUMERIC_SHARE` and :data:`NUMERIC_CAP`, and above ``NUMERIC_SHARE`` only
+    as far as discovery stays within :data:`DISCOVERY_CAP` of ``total``. Sets each numeric
+    column's steps in ``plan`` (an equal part each) and returns the share."""
+    num_cols = list(dict.fromkeys(n for n, st in _steps(schema) if st in ("range", "distribution")))
+    ranges = [schema[n] for n in num_cols if "range" in schema[n].discovers]
+    z = max(dsc.range_threshold(c.type == "integer") for c in ranges) + float(ndtri(dsc.KEEP_PROBABILITY))
+    sigma = NUMERIC_FRACTION * max(rows, 1.0) / z
+    need = len(num_cols) / (2.0 * sigma**2 * RANGE_PART) / total
+    room = max(NUMERIC_SHARE, DISCOVERY_CAP - spent / total)
+    share = float(min(max(need, NUMERIC_SHARE), NUMERIC_CAP, room))
+    per_num = share * total / len(num_cols)
+    for name in num_cols:
+        plan["columns"][name] = (
+            {"range": RANGE_PART * per_num, "distribution": (1 - RANGE_PART) * per_num}
+            if "range" in schema[name].discovers
+            else {"distribution": per_num}
+        )
+    return share
 
 
 def category_budget(columns: int, rows: float, total: float, delta: float) -> tuple[float, float]:
@@ -942,6 +978,10 @@ def fit_tallies(
             sigma_cat = gaussian_sigma(plan["categories"])
             fraction = dsc.kept_fraction(sigma_cat, rows, delta_col)
         report["categories"] = {"sigma": sigma_cat, "kept_fraction": fraction}
+    if steps and plan["numeric"] == "adaptive":
+        committed = plan["count"] + sum(p.get("nulls", 0.0) for p in plan["columns"].values())
+        committed += len(cat_cols) / (2.0 * sigma_cat**2) if cat_cols else 0.0
+        report["numeric_share"] = numeric_budget(schema, plan, rows, ledger.total, committed)
 
     fits: list[dict[str, Any]] = []
     for spec in schema.columns:
@@ -975,10 +1015,10 @@ def fit_tallies(
 
 #: Probability that some column without nulls is found to have some (``nullable: "discover"``;
 #: each of the ``k`` such columns of a table is tested at ``NULL_FALSE_POSITIVE / k``).
-NULL_FALSE_POSITIVE = 0.05
+NULL_FALSE_POSITIVE = 0.01
 #: Probability that some discovered category set whose values were all kept keeps an (empty)
 #: ``other`` bucket (each of the ``k`` discovered sets of a table is tested at ``OTHER_FALSE_POSITIVE / k``).
-OTHER_FALSE_POSITIVE = 0.05
+OTHER_FALSE_POSITIVE = 0.01
 
 
 def _fit_column(spec, tally, dtype, tokens, plan, sigma_cat, delta_col, rng, ledger, rows) -> dict[str, Any]:
@@ -1018,7 +1058,8 @@ def _fit_column(spec, tally, dtype, tokens, plan, sigma_cat, delta_col, rng, led
     first = nulls
     if "range" in steps:
         (i, j), info = dsc.release_range(tally.ranges, rho=plan["range"], integer=integer, rng=rng, ledger=ledger,
-                                         label=f"discover the range of {spec.name}", nulls=first)  # fmt: skip
+                                         label=f"discover the range of {spec.name}", nulls=first, with_noisy=True)  # fmt: skip
+        range_mass = info.pop("noisy", None)
         took({"step": "range", **info})
         first = None
         fit["sparse"] = info["sparse"]
@@ -1026,7 +1067,8 @@ def _fit_column(spec, tally, dtype, tokens, plan, sigma_cat, delta_col, rng, led
         cells = dsc.distribution_cells(rows, gaussian_sigma(plan["distribution"]))
         clip = None
         if "range" in steps:
-            edges = dsc.fine_edges(0.0, 0.0, integer, cells=cells, range_index=(i, j))
+            edges = dsc.fine_edges(0.0, 0.0, integer, cells=cells, range_index=(i, j), range_mass=range_mass,
+                                   range_sigma=fit["steps"][-1]["sigma"])  # fmt: skip
         else:
             lo, hi = spec.bounds
             edges = dsc.fine_edges(lo, hi, integer, cells=cells)
