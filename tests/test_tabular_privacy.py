@@ -259,6 +259,7 @@ def test_numeric_share_finds_a_twentieth_of_the_rows(rows, epsilon):
 
     from margsynth.tabular.encoder import (
         DISCOVERY_CAP, NUMERIC_CAP, NUMERIC_FRACTION, NUMERIC_SHARE, RANGE_PART, discovery_budget,
+        range_false_positive,
     )  # fmt: skip
 
     led = BudgetLedger.from_dp(epsilon, 1e-6)
@@ -271,7 +272,9 @@ def test_numeric_share_finds_a_twentieth_of_the_rows(rows, epsilon):
     for name in nums:
         rng_step = next(st for st in rep["columns"][name]["steps"] if st["step"] == "range")
         assert rng_step["rho"] == pytest.approx(RANGE_PART * share * led.total / len(nums), rel=1e-12)
-    z = max(dsc.range_threshold(False), dsc.range_threshold(True)) + float(ndtri(0.99))
+    fp = range_false_positive(Schema.coerce(SCHEMA))  # the table's 1%, shared by its two range scans
+    assert fp == pytest.approx(dsc.RANGE_FALSE_POSITIVE / 2)
+    z = max(dsc.range_threshold(False, fp), dsc.range_threshold(True, fp)) + float(ndtri(0.99))
     sigma = max(st["sigma"] for name in nums for st in rep["columns"][name]["steps"] if st["step"] == "range")
     if share > NUMERIC_SHARE + 1e-12:  # raised: exactly to the criterion, or to a cap
         at_cap = share == pytest.approx(NUMERIC_CAP) or rep["rho"] == pytest.approx(DISCOVERY_CAP * led.total)

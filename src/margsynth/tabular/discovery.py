@@ -359,14 +359,16 @@ def release_range(
     label: str,
     nulls: int | None = None,
     with_noisy: bool = False,
+    false_positive: float = RANGE_FALSE_POSITIVE,
 ) -> tuple[tuple[int, int], dict[str, Any]]:
     """:func:`discover_range` from the histogram :func:`range_histogram`. ``with_noisy``: the
     report also holds the noisy counts of the range's bins (``"noisy"``, for
-    :func:`fine_edges`' ``range_mass``)."""
+    :func:`fine_edges`' ``range_mass``); ``false_positive``: the scan's (:func:`mass_edges`;
+    a table's columns share one rate)."""
     lower, upper = range_bins(integer)
     values = np.concatenate([counts, [nulls]]) if nulls is not None else counts
     noisy, sigma = noisy_counts(values, rho, rng, ledger, label)
-    edges = mass_edges(noisy[: counts.size], sigma)
+    edges = mass_edges(noisy[: counts.size], sigma, false_positive)
     sparse = edges is None
     if sparse:
         lo = hi = int(np.argmax(noisy[: counts.size]))
@@ -603,21 +605,22 @@ def distribution_cells(rows: float, sigma: float) -> int:
     return int(np.clip(round(max(rows, 0.0) / (3.0 * sigma)), 8, FINE_CELLS))
 
 
-def refine_bounds(dist: Distribution, integer: bool) -> tuple[float, float, float]:
+def refine_bounds(dist: Distribution, integer: bool,
+                  false_positive: float = RANGE_FALSE_POSITIVE) -> tuple[float, float, float]:  # fmt: skip
     """Bounds from a private distribution: the first and the last cell where values are found
     (:func:`mass_edges` over its noisy cells), so the bounds are near the extremes of the
     values and never held out by the noise of empty cells (the cells' extent when nothing is
-    found). Integers: ``hi`` is the last integer of its cell. Returns ``(lo, hi, clamped
+    found). Integers: ``hi`` is the last integer of its cell. ``false_positive``: the scan's
+    (:func:`mass_edges`; a table's columns share one rate). Returns ``(lo, hi, clamped
     share)``: the private mass outside the bounds (the cells cut off and the values found
     below and above the cells) over the private total."""
     e, m, total = dist.edges, dist.masses, dist.total
-    found = mass_edges(dist.noisy[1:-1], dist.sigma)
+    found = mass_edges(dist.noisy[1:-1], dist.sigma, false_positive)
     lo_i, hi_i = (0, m.size - 1) if found is None else found
     lo, top = float(e[lo_i]), float(e[hi_i + 1])
-    y = dist.noisy  # (below, cells..., above): the noisy count outside the bounds, unbiased (the isotonic
-    outside = float(y[: lo_i + 1].sum() + y[hi_i + 2 :].sum())  # masses of empty cells are not)
-    clamped = float(np.clip(outside / total, 0.0, 1.0)) if total > 0 else 0.0
-    return lo, (top - 1.0 if integer else top), clamped
+    cum = dist.cdf_at_edges()
+    clamped = (cum[lo_i] + (total - cum[hi_i + 1])) / total if total > 0 else 0.0
+    return lo, (top - 1.0 if integer else top), float(clamped)
 
 
 def quantile_cuts(dist: Distribution, lo: float, hi: float, bins: int, integer: bool) -> list[float]:

@@ -826,7 +826,8 @@ def discovery_budget(schema: Schema, total: float, share: float | None = None) -
     for name in num_cols:
         spec = schema[name]
         plan["columns"][name] = (
-            {"range": RANGE_PART * per_num, "distribution": (1 - RANGE_PART) * per_num}
+            {"range": RANGE_PART * per_num, "distribution": (1 - RANGE_PART) * per_num,
+             "false_positive": range_false_positive(schema)}
             if "range" in spec.discovers
             else {"distribution": per_num}
         )
@@ -837,6 +838,15 @@ def discovery_budget(schema: Schema, total: float, share: float | None = None) -
         fixed = plan["count"] + per_null * len(null_cols) + cat_most
         plan["most"] = min(fixed + NUMERIC_CAP * total, max(plan["most"], DISCOVERY_CAP * total))
     return plan
+
+
+def range_false_positive(schema: Schema) -> float:
+    """The false-positive rate of each range scan of ``schema``'s table (the range step's and
+    the distribution's bounds, :func:`~margsynth.tabular.discovery.mass_edges`): the table's
+    :data:`~margsynth.tabular.discovery.RANGE_FALSE_POSITIVE` shared by the columns whose range is
+    discovered, so a wide table does not get a spurious bound in some column in most runs."""
+    k = sum("range" in c.discovers for c in schema.columns)
+    return dsc.RANGE_FALSE_POSITIVE / max(k, 1)
 
 
 def numeric_budget(schema: Schema, plan: dict[str, Any], rows: float, total: float, spent: float) -> float:
@@ -852,7 +862,8 @@ def numeric_budget(schema: Schema, plan: dict[str, Any], rows: float, total: flo
     column's steps in ``plan`` (an equal part each) and returns the share."""
     num_cols = list(dict.fromkeys(n for n, st in _steps(schema) if st in ("range", "distribution")))
     ranges = [schema[n] for n in num_cols if "range" in schema[n].discovers]
-    z = max(dsc.range_threshold(c.type == "integer") for c in ranges) + float(ndtri(dsc.KEEP_PROBABILITY))
+    fp = range_false_positive(schema)
+    z = max(dsc.range_threshold(c.type == "integer", fp) for c in ranges) + float(ndtri(dsc.KEEP_PROBABILITY))
     sigma = NUMERIC_FRACTION * max(rows, 1.0) / z
     need = len(num_cols) / (2.0 * sigma**2 * RANGE_PART) / total
     room = max(NUMERIC_SHARE, DISCOVERY_CAP - spent / total)
@@ -860,7 +871,7 @@ def numeric_budget(schema: Schema, plan: dict[str, Any], rows: float, total: flo
     per_num = share * total / len(num_cols)
     for name in num_cols:
         plan["columns"][name] = (
-            {"range": RANGE_PART * per_num, "distribution": (1 - RANGE_PART) * per_num}
+            {"range": RANGE_PART * per_num, "distribution": (1 - RANGE_PART) * per_num, "false_positive": fp}
             if "range" in schema[name].discovers
             else {"distribution": per_num}
         )
@@ -998,6 +1009,7 @@ def fit_tallies(
     rho_mech = ledger.remaining if steps else None
     # the tests of "is there anything there" (a null code, an other bucket), each at its share of a table-wide rate
     tests = {"nulls": sum(c.nullable == DISCOVER for c in schema.columns), "other": len(cat_cols),
+             "false_positive": range_false_positive(schema),
              "rows_sigma": report["rows"]["sigma"] if steps else 0.0}  # fmt: skip
     columns, report_cols = [], {}
     for spec, fit in zip(schema.columns, fits):
@@ -1058,7 +1070,8 @@ def _fit_column(spec, tally, dtype, tokens, plan, sigma_cat, delta_col, rng, led
     first = nulls
     if "range" in steps:
         (i, j), info = dsc.release_range(tally.ranges, rho=plan["range"], integer=integer, rng=rng, ledger=ledger,
-                                         label=f"discover the range of {spec.name}", nulls=first, with_noisy=True)  # fmt: skip
+                                         label=f"discover the range of {spec.name}", nulls=first, with_noisy=True,
+                                         false_positive=plan["false_positive"])  # fmt: skip
         range_mass = info.pop("noisy", None)
         took({"step": "range", **info})
         first = None
@@ -1166,7 +1179,7 @@ def _finish_column(spec: ColumnSpec, fit: dict[str, Any], rho_mech: float | None
         dist = fit.get("dist")
         clamped = 0.0
         if spec.bounds == DISCOVER:
-            lo, hi, clamped = dsc.refine_bounds(dist, integer)
+            lo, hi, clamped = dsc.refine_bounds(dist, integer, tests.get("false_positive", dsc.RANGE_FALSE_POSITIVE))
             if integer:  # the values lie within +-2^53 (larger ones are refused): so do the bounds, exact
                 top = float(INTEGER_LIMIT - 1)
                 lo, hi = min(max(lo, -top), top), max(min(hi, top), -top)
