@@ -157,6 +157,39 @@ def test_a_point_mass_in_a_discovered_range_keeps_its_value():
     assert abs((decoded == "501").mean() - (x == 501).mean()) < 0.02
 
 
+def test_no_window_reaches_from_empty_cells_across_zero():
+    """A thin run of small non-negative values (80 at each of 0..15) that only a wide window
+    finds: without the split at zero the earliest-ending passing window starts in the empty
+    negative cells; with it, the range starts at the zero cell."""
+    y = np.zeros(64)
+    y[32:48] = 80.0  # cells 32.. hold the values 0, 1, 2, ...
+    assert dsc.mass_edges(y, 38.0, 1e-4)[0] < 32
+    assert dsc.mass_edges(y, 38.0, 1e-4, split=32)[0] == 32
+    rng = np.random.default_rng(0)
+    for seed in range(20):  # ages 0-99 (thin at both ends) at a small budget: never a negative bound
+        g = np.random.default_rng(seed)
+        x = np.clip(np.round(rng.normal(45, 22, 7000)), 0, 99)
+        (i, j), info = dsc.discover_range(x, rho=6e-5, integer=True, rng=g, ledger=BudgetLedger(1.0), label="r")
+        assert info["range"][0] >= 0.0
+
+
+def test_refined_bounds_keep_the_range_steps_and_leave_empty_tails():
+    """The distribution's bounds: a tail moves a bound only on its own mass (an empty tail next
+    to thin values does not, whatever a wide window reaching into the values sums to), and never
+    inside the range the range step found before its widening."""
+    edges = np.concatenate([np.arange(0.0, 100.0), [128.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0]])
+    counts = np.zeros(edges.size + 1)
+    counts[1:91] = 60.0  # values 0..89, thin everywhere (below a single cell's threshold)
+    for seed in range(20):
+        noise = np.random.default_rng(seed).normal(0.0, 38.0, counts.size)
+        dist, _ = dsc.release_distribution(counts, edges, noise, 38.0, rho=1.0)
+        lo, hi, _ = dsc.refine_bounds(dist, True, 1e-3, core=(0.0, 100.0), inner=(1.0, 84.0))
+        assert hi < 100 and lo <= 1 and hi >= 83
+    dist, _ = dsc.release_distribution(counts + np.r_[np.zeros(101), [0, 0, 900, 0, 0, 0]], edges,
+                                       np.zeros(counts.size), 38.0, rho=1.0)  # fmt: skip
+    assert dsc.refine_bounds(dist, True, 1e-3, core=(0.0, 100.0))[1] == 1023  # a tail holding values is found
+
+
 def test_range_and_nulls_of_a_sparse_column():
     """23 values and 3,300 nulls at a small budget: no range bin stands out (reported as
     sparse), the null cell does."""

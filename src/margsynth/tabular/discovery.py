@@ -111,6 +111,7 @@ __all__ = [
     "range_bins",
     "range_histogram",
     "refine_bounds",
+    "clamped_noise",
     "release_distribution",
     "release_range",
     "select_categories",
@@ -254,7 +255,8 @@ def select_categories(
 
 
 # ----------------------------------------------------------------------------- where mass is
-def mass_edges(noisy: np.ndarray, sigma: float, false_positive: float = RANGE_FALSE_POSITIVE) -> tuple[int, int] | None:
+def mass_edges(noisy: np.ndarray, sigma: float, false_positive: float = RANGE_FALSE_POSITIVE,
+               split: int | None = None) -> tuple[int, int] | None:  # fmt: skip
     """The first and the last cell of a noisy histogram where values are found. From the low
     end: among the windows of ``w`` cells (``w`` = 1, 2, 4, ...) whose noisy sum exceeds
     ``z σ sqrt(w)``, ``z = Φ⁻¹(1 - false_positive / windows)`` over all the windows tried, the
@@ -262,27 +264,35 @@ def mass_edges(noisy: np.ndarray, sigma: float, false_positive: float = RANGE_FA
     from the high end likewise. Windows of empty cells pass with probability at most
     ``false_positive``; a single dense cell and a thin tail spread over many cells are both
     found, and a wide window never reaches out past the values to an empty stretch (a
-    narrower window ending sooner is chosen). ``None`` when no window passes.
+    narrower window ending sooner is chosen). ``split``: the first cell of non-negative
+    values when the cells hold both signs: no window holds cells of both (a window reaching
+    from empty negative cells into the values would otherwise pass on the values' mass and
+    start a non-negative column's range below zero). ``None`` when no window passes.
     Post-processing only."""
     y = np.asarray(noisy, dtype=np.float64)
     n = y.size
     widths = [w for w in (2**k for k in range(int(np.log2(max(n, 1))) + 1)) if w <= n]
     z = -float(ndtri(false_positive / max(n * len(widths), 1))) * sigma
 
-    def first(v: np.ndarray) -> int | None:
-        # the window that passes with the earliest end (the tightest one among those), from its start
+    def first(v: np.ndarray, cut: int | None) -> int | None:
+        # the window that passes with the earliest end (the tightest one among those), from its start;
+        # windows holding both cell cut - 1 and cell cut are left out
         cum = np.concatenate([[0.0], np.cumsum(v)])
         best = None  # (end, width)
         for w in widths:
-            hit = np.flatnonzero(cum[w:] - cum[:-w] > z * np.sqrt(w))
+            ok = cum[w:] - cum[:-w] > z * np.sqrt(w)
+            if cut is not None and 0 < cut < n:
+                starts = np.arange(ok.size)
+                ok &= ~((starts < cut) & (starts + w - 1 >= cut))
+            hit = np.flatnonzero(ok)
             if hit.size and (best is None or hit[0] + w - 1 < best[0]):
                 best = (int(hit[0]) + w - 1, w)
         return None if best is None else best[0] - best[1] + 1
 
-    lo = first(y)
+    lo = first(y, split)
     if lo is None:
         return None
-    hi = n - 1 - first(y[::-1])
+    hi = n - 1 - first(y[::-1], None if split is None else n - split)
     return lo, max(hi, lo)
 
 
@@ -368,7 +378,7 @@ def release_range(
     lower, upper = range_bins(integer)
     values = np.concatenate([counts, [nulls]]) if nulls is not None else counts
     noisy, sigma = noisy_counts(values, rho, rng, ledger, label)
-    edges = mass_edges(noisy[: counts.size], sigma, false_positive)
+    edges = mass_edges(noisy[: counts.size], sigma, false_positive, split=counts.size // 2)  # the zero bin
     sparse = edges is None
     if sparse:
         lo = hi = int(np.argmax(noisy[: counts.size]))
@@ -605,22 +615,64 @@ def distribution_cells(rows: float, sigma: float) -> int:
     return int(np.clip(round(max(rows, 0.0) / (3.0 * sigma)), 8, FINE_CELLS))
 
 
-def refine_bounds(dist: Distribution, integer: bool,
-                  false_positive: float = RANGE_FALSE_POSITIVE) -> tuple[float, float, float]:  # fmt: skip
+def refine_bounds(dist: Distribution, integer: bool, false_positive: float = RANGE_FALSE_POSITIVE,
+                  core: tuple[float, float] | None = None,
+                  inner: tuple[float, float] | None = None) -> tuple[float, float, float]:  # fmt: skip
     """Bounds from a private distribution: the first and the last cell where values are found
     (:func:`mass_edges` over its noisy cells), so the bounds are near the extremes of the
     values and never held out by the noise of empty cells (the cells' extent when nothing is
     found). Integers: ``hi`` is the last integer of its cell. ``false_positive``: the scan's
-    (:func:`mass_edges`; a table's columns share one rate). Returns ``(lo, hi, clamped
-    share)``: the private mass outside the bounds (the cells cut off and the values found
-    below and above the cells) over the private total."""
+    (:func:`mass_edges`; a table's columns share one rate). ``core``: the range the range
+    step found, when the cells hold tail cells beyond it (:func:`fine_edges`): the core cells
+    are scanned, and each tail on its own — a bound moves into a tail only where a window of
+    tail cells alone stands out, never because a wide window reaching from an empty tail into
+    the values passes on the values' mass. ``inner``: the range the range step found before
+    its widening by a bin on each side: the bounds are never inside it (the scan of finer,
+    noisier cells only trims the widening bins, so it clamps no more than the range step).
+    Returns ``(lo, hi, clamped share)``: the private mass outside the bounds (the cells cut off and the values found
+    below and above the cells) over the private total, from the noisy counts of those cells
+    (unbiased; the isotonic masses of many empty tail cells add up to a positive bias),
+    clipped to ``[0, 1]``; :func:`clamped_noise` is its noise."""
     e, m, total = dist.edges, dist.masses, dist.total
-    found = mass_edges(dist.noisy[1:-1], dist.sigma, false_positive)
-    lo_i, hi_i = (0, m.size - 1) if found is None else found
+    cells = dist.noisy[1:-1]
+    c0, c1 = 0, m.size - 1
+    if core is not None:
+        inside = np.flatnonzero((e[:-1] >= core[0]) & (e[1:] <= core[1]))
+        if inside.size:
+            c0, c1 = int(inside[0]), int(inside[-1])
+    nonneg = np.flatnonzero(e[:-1] >= 0.0)
+    split = int(nonneg[0]) if nonneg.size and nonneg[0] > 0 else None  # the first cell of non-negative values
+
+    def part(a: int, b: int) -> int | None:
+        return None if split is None or not a < split <= b else split - a
+
+    found = mass_edges(cells[c0 : c1 + 1], dist.sigma, false_positive, split=part(c0, c1))
+    lo_i, hi_i = (c0, c1) if found is None else (c0 + found[0], c0 + found[1])
+    if inner is not None:
+        k_lo = np.flatnonzero(e[:-1] >= inner[0])
+        k_hi = np.flatnonzero(e[1:] <= inner[1])
+        if k_lo.size and k_hi.size and k_lo[0] <= k_hi[-1]:
+            lo_i, hi_i = min(lo_i, int(k_lo[0])), max(hi_i, int(k_hi[-1]))
+    if c0 > 0 and (below := mass_edges(cells[:c0], dist.sigma, false_positive, split=part(0, c0 - 1))) is not None:
+        lo_i = min(lo_i, below[0])
+    if c1 < m.size - 1 and (above := mass_edges(cells[c1 + 1 :], dist.sigma, false_positive,
+                                                split=part(c1 + 1, m.size - 1))) is not None:  # fmt: skip
+        hi_i = max(hi_i, c1 + 1 + above[1])
     lo, top = float(e[lo_i]), float(e[hi_i + 1])
-    cum = dist.cdf_at_edges()
-    clamped = (cum[lo_i] + (total - cum[hi_i + 1])) / total if total > 0 else 0.0
-    return lo, (top - 1.0 if integer else top), float(clamped)
+    y = dist.noisy  # (below, cells..., above)
+    outside = float(y[: lo_i + 1].sum() + y[hi_i + 2 :].sum())
+    clamped = float(np.clip(outside / total, 0.0, 1.0)) if total > 0 else 0.0
+    return lo, (top - 1.0 if integer else top), clamped
+
+
+def clamped_noise(dist: Distribution, lo: float, hi: float, integer: bool) -> float:
+    """The standard deviation of the clamped share :func:`refine_bounds` reports for bounds
+    ``[lo, hi]`` (as a share of the private total): ``σ sqrt(k) / total``, ``k`` the cells
+    outside the bounds (with the cells below and above the grid). Post-processing only."""
+    e, total = dist.edges, dist.total
+    top = hi + 1.0 if integer else hi
+    k = int(np.sum(e[1:] <= lo) + np.sum(e[:-1] >= top)) + 2
+    return float(dist.sigma * math.sqrt(k) / total) if total > 0 else 0.0
 
 
 def quantile_cuts(dist: Distribution, lo: float, hi: float, bins: int, integer: bool) -> list[float]:

@@ -1073,6 +1073,9 @@ def _fit_column(spec, tally, dtype, tokens, plan, sigma_cat, delta_col, rng, led
                                          label=f"discover the range of {spec.name}", nulls=first, with_noisy=True,
                                          false_positive=plan["false_positive"])  # fmt: skip
         range_mass = info.pop("noisy", None)
+        lower, upper = dsc.range_bins(integer)
+        if j - i >= 2 and not info["sparse"]:  # the range before its widening by a bin on each side
+            fit["inner"] = (float(lower[i + 1]), float(upper[j - 1]))
         took({"step": "range", **info})
         first = None
         fit["sparse"] = info["sparse"]
@@ -1179,7 +1182,10 @@ def _finish_column(spec: ColumnSpec, fit: dict[str, Any], rho_mech: float | None
         dist = fit.get("dist")
         clamped = 0.0
         if spec.bounds == DISCOVER:
-            lo, hi, clamped = dsc.refine_bounds(dist, integer, tests.get("false_positive", dsc.RANGE_FALSE_POSITIVE))
+            core = next((tuple(st["range"]) for st in fit["steps"] if st and st.get("step") == "range"), None)
+            lo, hi, clamped = dsc.refine_bounds(dist, integer, tests.get("false_positive", dsc.RANGE_FALSE_POSITIVE),
+                                                core=core, inner=fit.get("inner"))  # fmt: skip
+            rep["clamped_noise"] = dsc.clamped_noise(dist, lo, hi, integer)
             if integer:  # the values lie within +-2^53 (larger ones are refused): so do the bounds, exact
                 top = float(INTEGER_LIMIT - 1)
                 lo, hi = min(max(lo, -top), top), max(min(hi, top), -top)
@@ -1264,11 +1270,12 @@ def describe(report: Mapping[str, Any]) -> list[str]:
     :func:`fit_encoder`): one line per column whose preprocessing cost budget or changed
     values — bounds found, bins, categories kept, the private share of values clamped,
     sent to ``other`` or coded as null, the null rate — then one warning line per column
-    that lost more than :data:`WARN_SHARE` of its values, and the columns left out."""
+    that lost more than :data:`WARN_SHARE` of its values (a discovered range's clamped share
+    by more than twice its noise), and the columns left out."""
     lines, warnings = [], []
     cat = report.get("categories")
     for name, rep in report.get("columns", {}).items():
-        parts, lost = [], 0.0
+        parts, lost, margin = [], 0.0, 0.0
         if rep.get("values_coded_as_null"):
             parts.append("too few values to locate at this budget: every value coded as null")
             warnings.append(f"warning: {name}: its values could not be located privately and are written as null; "
@@ -1278,8 +1285,11 @@ def describe(report: Mapping[str, Any]) -> list[str]:
             lo, hi = rep["bounds"]
             parts.append(f"bounds [{lo}, {hi}] {how}, {rep['bins']} bin{'s' * (rep['bins'] != 1)} ({rep['binning']})")
             lost = rep.get("clamped_share", 0.0)
+            noise = rep.get("clamped_noise", 0.0)
             if lost > 0:
-                parts.append(f"{100 * lost:.1f}% of values clamped")
+                within = f" (its noise ±{200 * noise:.1f}%)" if noise > 0 else ""
+                parts.append(f"{100 * lost:.1f}% of values clamped{within}")
+            margin = 2 * noise  # warned only when the share is beyond twice its noise
         elif "categories_kept" in rep:
             kept = rep["categories_kept"]
             note = f" (a category of {100 * cat['kept_fraction']:.1f}% of the rows is kept w.p. 0.99)" if cat else ""
@@ -1297,7 +1307,7 @@ def describe(report: Mapping[str, Any]) -> list[str]:
             lost += rep.get("null_rate") or 0.0
         if rep["rho"] > 0 or parts and (lost > 0 or "nulls_coded_as" in rep):
             lines.append(f"  {name}: " + "; ".join(parts) + f" [rho {rep['rho']:.3g}]")
-        if lost > WARN_SHARE:
+        if lost - margin > WARN_SHARE:
             warnings.append(f"warning: {name} lost {100 * lost:.1f}% of its values to preprocessing (more than "
                             f"{100 * WARN_SHARE:.0f}%); declare its categories or bounds in the schema, or raise epsilon")  # fmt: skip
     if report.get("left_out"):
