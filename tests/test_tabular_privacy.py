@@ -291,7 +291,12 @@ def test_numeric_share_finds_a_twentieth_of_the_rows(rows, epsilon):
     from scipy.special import ndtri
 
     from margsynth.tabular.encoder import (
-        DISCOVERY_CAP, NUMERIC_CAP, NUMERIC_FRACTION, NUMERIC_SHARE, RANGE_PART, discovery_budget,
+        DISCOVERY_CAP,
+        NUMERIC_CAP,
+        NUMERIC_FRACTION,
+        NUMERIC_SHARE,
+        RANGE_PART,
+        discovery_budget,
         range_false_positive,
     )  # fmt: skip
 
