@@ -184,7 +184,7 @@ def test_refined_bounds_keep_the_range_steps_and_leave_empty_tails():
         noise = np.random.default_rng(seed).normal(0.0, 38.0, counts.size)
         dist, _ = dsc.release_distribution(counts, edges, noise, 38.0, rho=1.0)
         lo, hi, _ = dsc.refine_bounds(dist, True, 1e-3, core=(0.0, 100.0), inner=(1.0, 84.0))
-        assert hi < 100 and lo <= 1 and hi >= 83
+        assert hi < 100 and lo <= 0 and hi >= 84
     dist, _ = dsc.release_distribution(counts + np.r_[np.zeros(101), [0, 0, 900, 0, 0, 0]], edges,
                                        np.zeros(counts.size), 38.0, rho=1.0)  # fmt: skip
     assert dsc.refine_bounds(dist, True, 1e-3, core=(0.0, 100.0))[1] == 1023  # a tail holding values is found

@@ -626,9 +626,10 @@ def refine_bounds(dist: Distribution, integer: bool, false_positive: float = RAN
     step found, when the cells hold tail cells beyond it (:func:`fine_edges`): the core cells
     are scanned, and each tail on its own — a bound moves into a tail only where a window of
     tail cells alone stands out, never because a wide window reaching from an empty tail into
-    the values passes on the values' mass. ``inner``: the range the range step found before
-    its widening by a bin on each side: the bounds are never inside it (the scan of finer,
-    noisier cells only trims the widening bins, so it clamps no more than the range step).
+    the values passes on the values' mass. ``inner``: where the lowest bin the range step
+    found (before its widening by a bin on each side) ends and where its highest begins: the
+    bounds never pass them (the scan of finer, noisier cells trims the widening bins and
+    within the found end bins, so it clamps no more than the range step).
     Returns ``(lo, hi, clamped share)``: the private mass outside the bounds (the cells cut off and the values found
     below and above the cells) over the private total, from the noisy counts of those cells
     (unbiased; the isotonic masses of many empty tail cells add up to a positive bias),
@@ -649,10 +650,12 @@ def refine_bounds(dist: Distribution, integer: bool, false_positive: float = RAN
     found = mass_edges(cells[c0 : c1 + 1], dist.sigma, false_positive, split=part(c0, c1))
     lo_i, hi_i = (c0, c1) if found is None else (c0 + found[0], c0 + found[1])
     if inner is not None:
-        k_lo = np.flatnonzero(e[:-1] >= inner[0])
-        k_hi = np.flatnonzero(e[1:] <= inner[1])
-        if k_lo.size and k_hi.size and k_lo[0] <= k_hi[-1]:
-            lo_i, hi_i = min(lo_i, int(k_lo[0])), max(hi_i, int(k_hi[-1]))
+        k_lo = np.flatnonzero(e[1:] <= inner[0])  # cells ending by the end of the lowest found bin
+        k_hi = np.flatnonzero(e[:-1] >= inner[1])  # cells from the start of the highest found bin
+        if k_lo.size:
+            lo_i = min(lo_i, int(k_lo[-1]))
+        if k_hi.size:
+            hi_i = max(hi_i, int(k_hi[0]))
     if c0 > 0 and (below := mass_edges(cells[:c0], dist.sigma, false_positive, split=part(0, c0 - 1))) is not None:
         lo_i = min(lo_i, below[0])
     if c1 < m.size - 1 and (above := mass_edges(cells[c1 + 1 :], dist.sigma, false_positive,

@@ -1074,8 +1074,8 @@ def _fit_column(spec, tally, dtype, tokens, plan, sigma_cat, delta_col, rng, led
                                          false_positive=plan["false_positive"])  # fmt: skip
         range_mass = info.pop("noisy", None)
         lower, upper = dsc.range_bins(integer)
-        if j - i >= 2 and not info["sparse"]:  # the range before its widening by a bin on each side
-            fit["inner"] = (float(lower[i + 1]), float(upper[j - 1]))
+        if j - i >= 2 and not info["sparse"]:  # the end bins found, before the widening by a bin on each side
+            fit["inner"] = (float(upper[i + 1]), float(lower[j - 1]))
         took({"step": "range", **info})
         first = None
         fit["sparse"] = info["sparse"]
