@@ -48,8 +48,9 @@ noise, from the schema and earlier releases only.
    column's values are too few to be located at this budget: the report says so (the
    encoder then codes them as null when the column may hold nulls).
 4. **Distribution** (:func:`measure_distribution`): a noisy histogram over cells within
-   the range (each range bin cut into equal cells; integer cells hold whole integers; one
-   cell per integer when they are few) or within given bounds (cut at the range grid's
+   the range (each range bin cut into equal cells, more of them where the range step's noisy
+   counts put more of the values; integer cells hold whole integers; one cell per integer
+   when they are few, or when a range bin holds a point mass) or within given bounds (cut at the range grid's
    edges as well as evenly, so the cells follow the scale of the values either way; an
    integer bound a cell of its own: :func:`fine_edges`), plus a cell below and a cell above
    for values outside it. The number of cells is what the noise allows: about
@@ -110,6 +111,7 @@ __all__ = [
     "range_bins",
     "range_histogram",
     "refine_bounds",
+    "clamped_noise",
     "release_distribution",
     "release_range",
     "select_categories",
@@ -253,7 +255,8 @@ def select_categories(
 
 
 # ----------------------------------------------------------------------------- where mass is
-def mass_edges(noisy: np.ndarray, sigma: float, false_positive: float = RANGE_FALSE_POSITIVE) -> tuple[int, int] | None:
+def mass_edges(noisy: np.ndarray, sigma: float, false_positive: float = RANGE_FALSE_POSITIVE,
+               split: int | None = None) -> tuple[int, int] | None:  # fmt: skip
     """The first and the last cell of a noisy histogram where values are found. From the low
     end: among the windows of ``w`` cells (``w`` = 1, 2, 4, ...) whose noisy sum exceeds
     ``z σ sqrt(w)``, ``z = Φ⁻¹(1 - false_positive / windows)`` over all the windows tried, the
@@ -261,28 +264,44 @@ def mass_edges(noisy: np.ndarray, sigma: float, false_positive: float = RANGE_FA
     from the high end likewise. Windows of empty cells pass with probability at most
     ``false_positive``; a single dense cell and a thin tail spread over many cells are both
     found, and a wide window never reaches out past the values to an empty stretch (a
-    narrower window ending sooner is chosen). ``None`` when no window passes.
+    narrower window ending sooner is chosen). ``split``: the first cell of non-negative
+    values when the cells hold both signs: no window holds cells of both (a window reaching
+    from empty negative cells into the values would otherwise pass on the values' mass and
+    start a non-negative column's range below zero). ``None`` when no window passes.
     Post-processing only."""
     y = np.asarray(noisy, dtype=np.float64)
     n = y.size
     widths = [w for w in (2**k for k in range(int(np.log2(max(n, 1))) + 1)) if w <= n]
     z = -float(ndtri(false_positive / max(n * len(widths), 1))) * sigma
 
-    def first(v: np.ndarray) -> int | None:
-        # the window that passes with the earliest end (the tightest one among those), from its start
+    def first(v: np.ndarray, cut: int | None) -> int | None:
+        # the window that passes with the earliest end (the tightest one among those), from its start;
+        # windows holding both cell cut - 1 and cell cut are left out
         cum = np.concatenate([[0.0], np.cumsum(v)])
         best = None  # (end, width)
         for w in widths:
-            hit = np.flatnonzero(cum[w:] - cum[:-w] > z * np.sqrt(w))
+            ok = cum[w:] - cum[:-w] > z * np.sqrt(w)
+            if cut is not None and 0 < cut < n:
+                starts = np.arange(ok.size)
+                ok &= ~((starts < cut) & (starts + w - 1 >= cut))
+            hit = np.flatnonzero(ok)
             if hit.size and (best is None or hit[0] + w - 1 < best[0]):
                 best = (int(hit[0]) + w - 1, w)
         return None if best is None else best[0] - best[1] + 1
 
-    lo = first(y)
+    lo = first(y, split)
     if lo is None:
         return None
-    hi = n - 1 - first(y[::-1])
+    hi = n - 1 - first(y[::-1], None if split is None else n - split)
     return lo, max(hi, lo)
+
+
+def range_threshold(integer: bool, false_positive: float = RANGE_FALSE_POSITIVE) -> float:
+    """The range scan's threshold for a single bin, in units of its noise ``σ`` (:func:`mass_edges`
+    over the whole grid of :func:`range_bins`)."""
+    n = range_bins(integer)[0].size
+    widths = sum(1 for k in range(int(np.log2(n)) + 1) if 2**k <= n)
+    return -float(ndtri(false_positive / (n * widths)))
 
 
 # ----------------------------------------------------------------------------- range
@@ -349,12 +368,17 @@ def release_range(
     ledger: BudgetLedger,
     label: str,
     nulls: int | None = None,
+    with_noisy: bool = False,
+    false_positive: float = RANGE_FALSE_POSITIVE,
 ) -> tuple[tuple[int, int], dict[str, Any]]:
-    """:func:`discover_range` from the histogram :func:`range_histogram`."""
+    """:func:`discover_range` from the histogram :func:`range_histogram`. ``with_noisy``: the
+    report also holds the noisy counts of the range's bins (``"noisy"``, for
+    :func:`fine_edges`' ``range_mass``); ``false_positive``: the scan's (:func:`mass_edges`;
+    a table's columns share one rate)."""
     lower, upper = range_bins(integer)
     values = np.concatenate([counts, [nulls]]) if nulls is not None else counts
     noisy, sigma = noisy_counts(values, rho, rng, ledger, label)
-    edges = mass_edges(noisy[: counts.size], sigma)
+    edges = mass_edges(noisy[: counts.size], sigma, false_positive, split=counts.size // 2)  # the zero bin
     sparse = edges is None
     if sparse:
         lo = hi = int(np.argmax(noisy[: counts.size]))
@@ -367,6 +391,8 @@ def release_range(
                             "rho": rho, "range": [float(lower[lo]), float(upper[hi])], "sparse": bool(sparse)}  # fmt: skip
     if nulls is not None:
         info["noisy_nulls"] = float(noisy[-1])
+    if with_noisy:
+        info["noisy"] = noisy[lo : hi + 1]
     return (lo, hi), info
 
 
@@ -381,12 +407,26 @@ def _split(a: float, b: float, m: int, integer: bool) -> np.ndarray:
 
 
 def fine_edges(
-    lo: float, hi: float, integer: bool, *, cells: int = FINE_CELLS, range_index: tuple[int, int] | None = None
+    lo: float,
+    hi: float,
+    integer: bool,
+    *,
+    cells: int = FINE_CELLS,
+    range_index: tuple[int, int] | None = None,
+    range_mass: np.ndarray | None = None,
+    range_sigma: float = 0.0,
 ) -> np.ndarray:
     """The edges of the distribution histogram (module docstring, 4), half-open cells,
     increasing. With ``range_index`` (the bins :func:`discover_range` found) every range bin
-    between them is cut into ``cells // bins`` equal cells, so the cells follow the scale
-    of the data. Without it (given bounds) ``[lo, hi]`` (``hi + 1`` for integers) is cut at
+    between them is cut into equal cells, so the cells follow the scale of the data: half of
+    ``cells`` shared equally between the bins and, with ``range_mass`` (the range step's noisy
+    counts of those bins, released, and ``range_sigma`` their noise), the other half in
+    proportion to each bin's noisy mass above ``2 range_sigma`` (so the noise of empty bins
+    draws few cells), so a bin holding much of the values gets fine cells — a point
+    mass (a top code such as an income-to-poverty ratio's "501 or more", a common round
+    value) then has a cell of its own (an integer bin given cells by its mass for a quarter
+    of its integers or more gets one cell per integer) instead of being spread over its neighbours when
+    decoding draws within a cell. Without ``range_mass``, ``cells`` shared equally. Without it (given bounds) ``[lo, hi]`` (``hi + 1`` for integers) is cut at
     the range-grid edges inside it (floats: none below ``(hi - lo) / FINE_CELLS`` in
     magnitude) and each part into equal cells, as many as its share of ``cells`` equal-width
     cells over the bounds, and at least an equal share of ``cells / 2`` (at least one): cells
@@ -403,14 +443,83 @@ def fine_edges(
         return _bounded_edges(float(lo), float(hi), integer, cells)
     lower, upper = range_bins(integer)
     i, j = range_index
-    m = max(1, cells // (j - i + 1))
+    bins = j - i + 1
+    if range_mass is None:
+        m = np.full(bins, max(1, cells // bins))
+    else:
+        w = np.clip(np.asarray(range_mass, dtype=np.float64) - 2.0 * range_sigma, 0.0, None)
+        if w.size != bins:
+            raise ValueError(f"range_mass: expected {bins} noisy counts (the range's bins), got {w.size}")
+        even = max(1, (cells // 2) // bins)
+        by_mass = np.floor((cells - cells // 2) * w / w.sum()) if w.sum() > 0 else np.zeros(bins)
+        m = even + by_mass.astype(np.int64)
+        if integer:  # a bin given a quarter of its integers as cells gets all of them: a point mass stays exact
+            width = (upper - lower)[i : j + 1]
+            m = np.where((by_mass > 0) & (4 * m >= width), width, m).astype(np.int64)
     lower, upper = lower.copy(), upper.copy()
     if not integer:  # the float zero bin as an outer bin: its edge at 0 (values of non-negative data stay >= 0)
         zero = lower.size // 2
         lower[zero] = 0.0 if i == zero else lower[zero]
         upper[zero] = 0.0 if j == zero and i < zero else upper[zero]
-    parts = [_split(lower[k], upper[k], m, integer)[:-1] for k in range(i, j + 1)]
-    return np.concatenate([*parts, [upper[j]]])
+    parts = [_split(lower[k], upper[k], int(m[k - i]), integer)[:-1] for k in range(i, j + 1)]
+    core = np.concatenate([*parts, [upper[j]]])
+    return np.union1d(core, _tail_edges(float(core[0]), float(core[-1]), integer))
+
+
+#: Octaves of tail cells beyond a discovered range, away from zero (:func:`fine_edges`).
+TAIL_OCTAVES = 8
+#: Octaves of tail cells between a discovered range and zero, floats (one cell for the rest).
+TAIL_OCTAVES_TO_ZERO = 16
+#: Integer tail cells below this magnitude hold one integer each (codes stay codes).
+SINGLE_INTEGERS = 32
+
+
+def _magnitudes(m0: float, toward_zero: bool, integer: bool) -> list[float]:
+    """The magnitudes of tail cell edges beyond magnitude ``m0`` (excluded): an octave apart
+    (integers below :data:`SINGLE_INTEGERS`: every integer); toward zero down to 0 (floats: after
+    :data:`TAIL_OCTAVES_TO_ZERO` octaves, one cell down to 0), away from zero up to
+    :data:`TAIL_OCTAVES` octaves out (within the range grid)."""
+    out: list[float] = []
+    if toward_zero:
+        m = m0
+        for _ in range(TAIL_OCTAVES_TO_ZERO if not integer else 64):
+            m = (m - 1.0 if m <= SINGLE_INTEGERS else 2.0 ** math.ceil(math.log2(m) - 1)) if integer else m / 2.0
+            if m <= 0.0:
+                break
+            out.append(m)
+        if not integer and m > 2.0 ** FLOAT_EXPONENTS[0]:  # exact zeros (a point mass) in a cell of their own
+            out.append(2.0 ** FLOAT_EXPONENTS[0])
+        return [*out, 0.0]
+    top = 2.0 ** (INTEGER_EXPONENTS[1] if integer else FLOAT_EXPONENTS[1])
+    m = m0
+    while m < min(m0 * 2.0**TAIL_OCTAVES, top):
+        m = (m + 1.0 if m < SINGLE_INTEGERS else 2.0 ** math.floor(math.log2(m) + 1)) if integer else m * 2.0
+        out.append(min(m, top))
+    return out
+
+
+def _tail_edges(a: float, b: float, integer: bool) -> np.ndarray:
+    """Edges of the tail cells of a discovered range ``[a, b)`` (:func:`fine_edges`): outward
+    from each end, toward zero down to zero and away from zero a few octaves; none below a
+    range starting at 0 (non-negative values stay non-negative). Integer cells hold whole
+    integers (a negative cell of magnitudes ``[p, q)`` is ``[1 - q, 1 - p)``, as on the grid)."""
+    def signed(ms: list[float], negative: bool) -> list[float]:
+        return [(1.0 - m if integer else -m) if negative else m for m in ms]
+
+    # the magnitude of an edge on the negative side (integers: the grid's edge 1 - m)
+    def mag(v: float) -> float:
+        return (1.0 - v if integer else -v) if v <= 0 else v
+
+    out: list[float] = []
+    if a > 0:  # below a positive range: toward zero
+        out += _magnitudes(a, True, integer)
+    elif a < 0:  # below a negative range: away from zero
+        out += signed(_magnitudes(mag(a), False, integer), True)
+    if b <= 0 and (b < 0 or integer):  # above a negative range: toward zero
+        out += signed(_magnitudes(mag(b), True, integer), True)
+    elif b > 0:  # above a positive range: away from zero
+        out += _magnitudes(b, False, integer)
+    return np.array(out, dtype=np.float64)
 
 
 def _bounded_edges(lo: float, hi: float, integer: bool, cells: int) -> np.ndarray:
@@ -506,20 +615,67 @@ def distribution_cells(rows: float, sigma: float) -> int:
     return int(np.clip(round(max(rows, 0.0) / (3.0 * sigma)), 8, FINE_CELLS))
 
 
-def refine_bounds(dist: Distribution, integer: bool) -> tuple[float, float, float]:
+def refine_bounds(dist: Distribution, integer: bool, false_positive: float = RANGE_FALSE_POSITIVE,
+                  core: tuple[float, float] | None = None,
+                  inner: tuple[float, float] | None = None) -> tuple[float, float, float]:  # fmt: skip
     """Bounds from a private distribution: the first and the last cell where values are found
     (:func:`mass_edges` over its noisy cells), so the bounds are near the extremes of the
     values and never held out by the noise of empty cells (the cells' extent when nothing is
-    found). Integers: ``hi`` is the last integer of its cell. Returns ``(lo, hi, clamped
-    share)``: the private mass outside the bounds (the cells cut off and the values found
-    below and above the cells) over the private total."""
+    found). Integers: ``hi`` is the last integer of its cell. ``false_positive``: the scan's
+    (:func:`mass_edges`; a table's columns share one rate). ``core``: the range the range
+    step found, when the cells hold tail cells beyond it (:func:`fine_edges`): the core cells
+    are scanned, and each tail on its own — a bound moves into a tail only where a window of
+    tail cells alone stands out, never because a wide window reaching from an empty tail into
+    the values passes on the values' mass. ``inner``: where the lowest bin the range step
+    found (before its widening by a bin on each side) ends and where its highest begins: the
+    bounds never pass them (the scan of finer, noisier cells trims the widening bins and
+    within the found end bins, so it clamps no more than the range step).
+    Returns ``(lo, hi, clamped share)``: the private mass outside the bounds (the cells cut off and the values found
+    below and above the cells) over the private total, from the noisy counts of those cells
+    (unbiased; the isotonic masses of many empty tail cells add up to a positive bias),
+    clipped to ``[0, 1]``; :func:`clamped_noise` is its noise."""
     e, m, total = dist.edges, dist.masses, dist.total
-    found = mass_edges(dist.noisy[1:-1], dist.sigma)
-    lo_i, hi_i = (0, m.size - 1) if found is None else found
+    cells = dist.noisy[1:-1]
+    c0, c1 = 0, m.size - 1
+    if core is not None:
+        inside = np.flatnonzero((e[:-1] >= core[0]) & (e[1:] <= core[1]))
+        if inside.size:
+            c0, c1 = int(inside[0]), int(inside[-1])
+    nonneg = np.flatnonzero(e[:-1] >= 0.0)
+    split = int(nonneg[0]) if nonneg.size and nonneg[0] > 0 else None  # the first cell of non-negative values
+
+    def part(a: int, b: int) -> int | None:
+        return None if split is None or not a < split <= b else split - a
+
+    found = mass_edges(cells[c0 : c1 + 1], dist.sigma, false_positive, split=part(c0, c1))
+    lo_i, hi_i = (c0, c1) if found is None else (c0 + found[0], c0 + found[1])
+    if inner is not None:
+        k_lo = np.flatnonzero(e[1:] <= inner[0])  # cells ending by the end of the lowest found bin
+        k_hi = np.flatnonzero(e[:-1] >= inner[1])  # cells from the start of the highest found bin
+        if k_lo.size:
+            lo_i = min(lo_i, int(k_lo[-1]))
+        if k_hi.size:
+            hi_i = max(hi_i, int(k_hi[0]))
+    if c0 > 0 and (below := mass_edges(cells[:c0], dist.sigma, false_positive, split=part(0, c0 - 1))) is not None:
+        lo_i = min(lo_i, below[0])
+    if c1 < m.size - 1 and (above := mass_edges(cells[c1 + 1 :], dist.sigma, false_positive,
+                                                split=part(c1 + 1, m.size - 1))) is not None:  # fmt: skip
+        hi_i = max(hi_i, c1 + 1 + above[1])
     lo, top = float(e[lo_i]), float(e[hi_i + 1])
-    cum = dist.cdf_at_edges()
-    clamped = (cum[lo_i] + (total - cum[hi_i + 1])) / total if total > 0 else 0.0
-    return lo, (top - 1.0 if integer else top), float(clamped)
+    y = dist.noisy  # (below, cells..., above)
+    outside = float(y[: lo_i + 1].sum() + y[hi_i + 2 :].sum())
+    clamped = float(np.clip(outside / total, 0.0, 1.0)) if total > 0 else 0.0
+    return lo, (top - 1.0 if integer else top), clamped
+
+
+def clamped_noise(dist: Distribution, lo: float, hi: float, integer: bool) -> float:
+    """The standard deviation of the clamped share :func:`refine_bounds` reports for bounds
+    ``[lo, hi]`` (as a share of the private total): ``σ sqrt(k) / total``, ``k`` the cells
+    outside the bounds (with the cells below and above the grid). Post-processing only."""
+    e, total = dist.edges, dist.total
+    top = hi + 1.0 if integer else hi
+    k = int(np.sum(e[1:] <= lo) + np.sum(e[:-1] >= top)) + 2
+    return float(dist.sigma * math.sqrt(k) / total) if total > 0 else 0.0
 
 
 def quantile_cuts(dist: Distribution, lo: float, hi: float, bins: int, integer: bool) -> list[float]:

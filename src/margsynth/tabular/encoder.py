@@ -779,7 +779,10 @@ def _steps(schema: Schema) -> list[tuple[str, str]]:
 
 #: The budget rule of discovery (:func:`discovery_budget`), as shares of the run's total ρ.
 COUNT_SHARE = 0.005  # the noisy row count (null rates, bins, the category budget)
-NUMERIC_SHARE = 0.10  # all numeric columns together (range 40%, distribution 60% of a column's)
+NUMERIC_SHARE = 0.10  # all numeric columns together at least (range 40%, distribution 60% of a column's)
+NUMERIC_CAP = 0.50  # numeric columns at most, so that a range bin of NUMERIC_FRACTION of the rows is found
+NUMERIC_FRACTION = 0.05  # ... with probability KEEP_PROBABILITY, on tables whose size and budget allow it
+DISCOVERY_CAP = 0.90  # numeric columns take more than NUMERIC_SHARE only while discovery stays within this
 NULLS_SHARE = 0.002  # a column whose only step is its null count
 CATEGORY_SHARE = 0.10  # categories, when that keeps every category of the smallest fraction below
 CATEGORY_CAP = 0.75  # categories at most, to keep every category of 10% of the rows on small tables
@@ -802,7 +805,7 @@ def discovery_budget(schema: Schema, total: float, share: float | None = None) -
     cat_cols = [n for n, s in steps if s == "categories"]
     num_cols = list(dict.fromkeys(n for n, s in steps if s in ("range", "distribution")))
     null_cols = [n for n, s in steps if s == "nulls"]
-    plan: dict[str, Any] = {"count": 0.0, "columns": {}, "categories": "adaptive"}
+    plan: dict[str, Any] = {"count": 0.0, "columns": {}, "categories": "adaptive", "numeric": None}
     if not steps:
         plan["most"] = 0.0
         return plan
@@ -811,6 +814,8 @@ def discovery_budget(schema: Schema, total: float, share: float | None = None) -
         per_num = NUMERIC_SHARE * total / len(num_cols) if num_cols else 0.0
         cat_most = CATEGORY_CAP * total if cat_cols else 0.0
         per_null = NULLS_SHARE * total
+        if any("range" in schema[name].discovers for name in num_cols):
+            plan["numeric"] = "adaptive"
     else:
         budget = share * total
         plan["count"] = 0.02 * budget
@@ -821,14 +826,56 @@ def discovery_budget(schema: Schema, total: float, share: float | None = None) -
     for name in num_cols:
         spec = schema[name]
         plan["columns"][name] = (
-            {"range": RANGE_PART * per_num, "distribution": (1 - RANGE_PART) * per_num}
+            {"range": RANGE_PART * per_num, "distribution": (1 - RANGE_PART) * per_num,
+             "false_positive": range_false_positive(schema)}
             if "range" in spec.discovers
             else {"distribution": per_num}
         )
     for name in null_cols:
         plan["columns"][name] = {"nulls": per_null}
     plan["most"] = plan["count"] + per_num * len(num_cols) + per_null * len(null_cols) + cat_most
+    if plan["numeric"] == "adaptive":  # numeric_budget: at most NUMERIC_CAP, beyond NUMERIC_SHARE only within DISCOVERY_CAP
+        fixed = plan["count"] + per_null * len(null_cols) + cat_most
+        plan["most"] = min(fixed + NUMERIC_CAP * total, max(plan["most"], DISCOVERY_CAP * total))
     return plan
+
+
+def range_false_positive(schema: Schema) -> float:
+    """The false-positive rate of each range scan of ``schema``'s table (the range step's and
+    the distribution's bounds, :func:`~margsynth.tabular.discovery.mass_edges`): the table's
+    :data:`~margsynth.tabular.discovery.RANGE_FALSE_POSITIVE` shared by the columns whose range is
+    discovered, so a wide table does not get a spurious bound in some column in most runs."""
+    k = sum("range" in c.discovers for c in schema.columns)
+    return dsc.RANGE_FALSE_POSITIVE / max(k, 1)
+
+
+def numeric_budget(schema: Schema, plan: dict[str, Any], rows: float, total: float, spent: float) -> float:
+    """The numeric columns' share of ``total`` under the default rule, from the noisy row
+    count ``rows`` (post-processing of a released value) and ``spent``, the ρ discovery has
+    spent or committed before them (the row count, the category sets, the null counts): the
+    share at which every numeric column's range step finds a range bin holding
+    :data:`NUMERIC_FRACTION` of the rows with probability ``KEEP_PROBABILITY`` — its noise
+    ``σ ≤ NUMERIC_FRACTION · rows / (z + Φ⁻¹(KEEP_PROBABILITY))``, ``z`` the range scan's
+    threshold in units of ``σ`` (:func:`~margsynth.tabular.discovery.range_threshold`) —
+    between :data:`NUMERIC_SHARE` and :data:`NUMERIC_CAP`, and above ``NUMERIC_SHARE`` only
+    as far as discovery stays within :data:`DISCOVERY_CAP` of ``total``. Sets each numeric
+    column's steps in ``plan`` (an equal part each) and returns the share."""
+    num_cols = list(dict.fromkeys(n for n, st in _steps(schema) if st in ("range", "distribution")))
+    ranges = [schema[n] for n in num_cols if "range" in schema[n].discovers]
+    fp = range_false_positive(schema)
+    z = max(dsc.range_threshold(c.type == "integer", fp) for c in ranges) + float(ndtri(dsc.KEEP_PROBABILITY))
+    sigma = NUMERIC_FRACTION * max(rows, 1.0) / z
+    need = len(num_cols) / (2.0 * sigma**2 * RANGE_PART) / total
+    room = max(NUMERIC_SHARE, DISCOVERY_CAP - spent / total)
+    share = float(min(max(need, NUMERIC_SHARE), NUMERIC_CAP, room))
+    per_num = share * total / len(num_cols)
+    for name in num_cols:
+        plan["columns"][name] = (
+            {"range": RANGE_PART * per_num, "distribution": (1 - RANGE_PART) * per_num, "false_positive": fp}
+            if "range" in schema[name].discovers
+            else {"distribution": per_num}
+        )
+    return share
 
 
 def category_budget(columns: int, rows: float, total: float, delta: float) -> tuple[float, float]:
@@ -942,6 +989,10 @@ def fit_tallies(
             sigma_cat = gaussian_sigma(plan["categories"])
             fraction = dsc.kept_fraction(sigma_cat, rows, delta_col)
         report["categories"] = {"sigma": sigma_cat, "kept_fraction": fraction}
+    if steps and plan["numeric"] == "adaptive":
+        committed = plan["count"] + sum(p.get("nulls", 0.0) for p in plan["columns"].values())
+        committed += len(cat_cols) / (2.0 * sigma_cat**2) if cat_cols else 0.0
+        report["numeric_share"] = numeric_budget(schema, plan, rows, ledger.total, committed)
 
     fits: list[dict[str, Any]] = []
     for spec in schema.columns:
@@ -958,6 +1009,7 @@ def fit_tallies(
     rho_mech = ledger.remaining if steps else None
     # the tests of "is there anything there" (a null code, an other bucket), each at its share of a table-wide rate
     tests = {"nulls": sum(c.nullable == DISCOVER for c in schema.columns), "other": len(cat_cols),
+             "false_positive": range_false_positive(schema),
              "rows_sigma": report["rows"]["sigma"] if steps else 0.0}  # fmt: skip
     columns, report_cols = [], {}
     for spec, fit in zip(schema.columns, fits):
@@ -975,10 +1027,10 @@ def fit_tallies(
 
 #: Probability that some column without nulls is found to have some (``nullable: "discover"``;
 #: each of the ``k`` such columns of a table is tested at ``NULL_FALSE_POSITIVE / k``).
-NULL_FALSE_POSITIVE = 0.05
+NULL_FALSE_POSITIVE = 0.01
 #: Probability that some discovered category set whose values were all kept keeps an (empty)
 #: ``other`` bucket (each of the ``k`` discovered sets of a table is tested at ``OTHER_FALSE_POSITIVE / k``).
-OTHER_FALSE_POSITIVE = 0.05
+OTHER_FALSE_POSITIVE = 0.01
 
 
 def _fit_column(spec, tally, dtype, tokens, plan, sigma_cat, delta_col, rng, ledger, rows) -> dict[str, Any]:
@@ -1018,7 +1070,12 @@ def _fit_column(spec, tally, dtype, tokens, plan, sigma_cat, delta_col, rng, led
     first = nulls
     if "range" in steps:
         (i, j), info = dsc.release_range(tally.ranges, rho=plan["range"], integer=integer, rng=rng, ledger=ledger,
-                                         label=f"discover the range of {spec.name}", nulls=first)  # fmt: skip
+                                         label=f"discover the range of {spec.name}", nulls=first, with_noisy=True,
+                                         false_positive=plan["false_positive"])  # fmt: skip
+        range_mass = info.pop("noisy", None)
+        lower, upper = dsc.range_bins(integer)
+        if j - i >= 2 and not info["sparse"]:  # the end bins found, before the widening by a bin on each side
+            fit["inner"] = (float(upper[i + 1]), float(lower[j - 1]))
         took({"step": "range", **info})
         first = None
         fit["sparse"] = info["sparse"]
@@ -1026,7 +1083,8 @@ def _fit_column(spec, tally, dtype, tokens, plan, sigma_cat, delta_col, rng, led
         cells = dsc.distribution_cells(rows, gaussian_sigma(plan["distribution"]))
         clip = None
         if "range" in steps:
-            edges = dsc.fine_edges(0.0, 0.0, integer, cells=cells, range_index=(i, j))
+            edges = dsc.fine_edges(0.0, 0.0, integer, cells=cells, range_index=(i, j), range_mass=range_mass,
+                                   range_sigma=fit["steps"][-1]["sigma"])  # fmt: skip
         else:
             lo, hi = spec.bounds
             edges = dsc.fine_edges(lo, hi, integer, cells=cells)
@@ -1124,7 +1182,10 @@ def _finish_column(spec: ColumnSpec, fit: dict[str, Any], rho_mech: float | None
         dist = fit.get("dist")
         clamped = 0.0
         if spec.bounds == DISCOVER:
-            lo, hi, clamped = dsc.refine_bounds(dist, integer)
+            core = next((tuple(st["range"]) for st in fit["steps"] if st and st.get("step") == "range"), None)
+            lo, hi, clamped = dsc.refine_bounds(dist, integer, tests.get("false_positive", dsc.RANGE_FALSE_POSITIVE),
+                                                core=core, inner=fit.get("inner"))  # fmt: skip
+            rep["clamped_noise"] = dsc.clamped_noise(dist, lo, hi, integer)
             if integer:  # the values lie within +-2^53 (larger ones are refused): so do the bounds, exact
                 top = float(INTEGER_LIMIT - 1)
                 lo, hi = min(max(lo, -top), top), max(min(hi, top), -top)
@@ -1209,11 +1270,12 @@ def describe(report: Mapping[str, Any]) -> list[str]:
     :func:`fit_encoder`): one line per column whose preprocessing cost budget or changed
     values — bounds found, bins, categories kept, the private share of values clamped,
     sent to ``other`` or coded as null, the null rate — then one warning line per column
-    that lost more than :data:`WARN_SHARE` of its values, and the columns left out."""
+    that lost more than :data:`WARN_SHARE` of its values (a discovered range's clamped share
+    by more than twice its noise), and the columns left out."""
     lines, warnings = [], []
     cat = report.get("categories")
     for name, rep in report.get("columns", {}).items():
-        parts, lost = [], 0.0
+        parts, lost, margin = [], 0.0, 0.0
         if rep.get("values_coded_as_null"):
             parts.append("too few values to locate at this budget: every value coded as null")
             warnings.append(f"warning: {name}: its values could not be located privately and are written as null; "
@@ -1223,8 +1285,11 @@ def describe(report: Mapping[str, Any]) -> list[str]:
             lo, hi = rep["bounds"]
             parts.append(f"bounds [{lo}, {hi}] {how}, {rep['bins']} bin{'s' * (rep['bins'] != 1)} ({rep['binning']})")
             lost = rep.get("clamped_share", 0.0)
+            noise = rep.get("clamped_noise", 0.0)
             if lost > 0:
-                parts.append(f"{100 * lost:.1f}% of values clamped")
+                within = f" (its noise ±{200 * noise:.1f}%)" if noise > 0 else ""
+                parts.append(f"{100 * lost:.1f}% of values clamped{within}")
+            margin = 2 * noise  # warned only when the share is beyond twice its noise
         elif "categories_kept" in rep:
             kept = rep["categories_kept"]
             note = f" (a category of {100 * cat['kept_fraction']:.1f}% of the rows is kept w.p. 0.99)" if cat else ""
@@ -1242,7 +1307,7 @@ def describe(report: Mapping[str, Any]) -> list[str]:
             lost += rep.get("null_rate") or 0.0
         if rep["rho"] > 0 or parts and (lost > 0 or "nulls_coded_as" in rep):
             lines.append(f"  {name}: " + "; ".join(parts) + f" [rho {rep['rho']:.3g}]")
-        if lost > WARN_SHARE:
+        if lost - margin > WARN_SHARE:
             warnings.append(f"warning: {name} lost {100 * lost:.1f}% of its values to preprocessing (more than "
                             f"{100 * WARN_SHARE:.0f}%); declare its categories or bounds in the schema, or raise epsilon")  # fmt: skip
     if report.get("left_out"):
