@@ -88,6 +88,7 @@ import pandas as pd
 from margsynth.data import NIST_EXCERPTS, load_data_dictionary, load_raw, nist_acs_schema, read_raw_csv
 from margsynth.data.fetch import local_path
 from margsynth.data.registry import NIST_CRC_DICTIONARY, dataset_info
+from margsynth.experiments.byod import ACS_LEFT_OUT, acs_schema
 from margsynth.metrics.kmarginal import kmarginal_score, subsample_baselines, validate_columns
 from margsynth.privacy import BudgetLedger
 from margsynth.tabular import Schema, draft_schema, encoder_of, fit_encoder, synthesize
@@ -95,7 +96,7 @@ from margsynth.tabular.constraints import parse_rules, violations
 
 DELTA = 1e-5
 FRACTIONS = (0.05, 0.1, 0.2, 0.4)
-LEFT_OUT_21 = ("PWGTP", "WGTP", "INDP")
+LEFT_OUT_21 = ACS_LEFT_OUT
 #: The subsample an MST run must reach, by ε (the targets of the module docstring).
 TARGET_FRACTION = {1.0: 0.1, 10.0: 0.2}
 TARGET_SECONDS = 60.0
@@ -109,12 +110,7 @@ SDNIST_ENV = "MARGSYNTH_SDNIST_PYTHON"
 
 def _schema(kind: str, name: str, features: int, table: pd.DataFrame) -> dict:
     """The run's schema: the shipped one from the dictionary, or the unedited draft (null token N)."""
-    if kind == "dictionary":
-        return nist_acs_schema(name, "nist-acs" if features == 24 else "nist-acs-21")
-    draft = draft_schema(table, null_tokens=["N"])
-    if features == 21:
-        draft["columns"] = [c for c in draft["columns"] if c["name"] not in LEFT_OUT_21]
-    return draft
+    return acs_schema(kind, name, table, features)
 
 
 def _run(table: pd.DataFrame, schema: dict, mechanism: str, eps: float, seed: int, dd: dict) -> dict:

@@ -11,6 +11,8 @@ pytest.importorskip("margsynth.tabular")
 from margsynth.experiments import byod  # noqa: E402
 from margsynth.tabular import draft_schema  # noqa: E402
 
+from .conftest import needs_real  # noqa: E402
+
 
 @pytest.fixture(scope="module")
 def table():
@@ -50,3 +52,29 @@ def test_run_tables_and_checks(table):
     scores = byod.utility(table, synthetic, schema, mgd=False)
     assert 0 <= scores["tv-1way"] <= scores["tv-2way"] + 1e-12
     assert byod.utility(table, table, schema, mgd=True)["mgd"] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_acs_values_keeps_codes_as_text_and_numbers_as_numbers():
+    text = pd.DataFrame({"AGEP": [str(i) for i in range(40)], "EDU": ["1", "N", "12", "3"] * 10,
+                         "PUMA": ["25-00503"] * 40})  # fmt: skip
+    v = byod.acs_values(text, ["AGEP", "EDU", "PUMA"])
+    assert v["AGEP"].dtype.kind in "if" and v["AGEP"].max() == 39
+    assert v["EDU"].isna().sum() == 10 and set(v["EDU"].dropna()) == {"1", "12", "3"}  # a code, N missing
+    assert set(v["PUMA"]) == {"25-00503"}
+    with pytest.raises(ValueError, match="features"):
+        byod.acs_schema("draft", "ma2018", text, features=20)
+    with pytest.raises(ValueError, match="kind"):
+        byod.acs_schema("edited", "ma2018", text)
+
+
+@needs_real("ma2018")
+def test_acs_scores_score_both_schemas_beside_the_subsamples():
+    """Notebook 09's last section: both schemas through the raw path, scored; the subsample
+    baselines grow with the fraction; the examples are the written text (N as the null token)."""
+    runs, base, examples = byod.acs_scores(epsilons=[10.0], seeds=[0])
+    assert list(runs["schema"]) == ["dictionary", "draft"] and runs["score"].between(850, 1000).all()
+    means = base.groupby("fraction")["score"].mean()
+    assert list(means.index) == list(byod.ACS_FRACTIONS) and means.is_monotonic_increasing
+    assert set(examples) == {"real", "dictionary", "draft"}
+    assert list(examples["draft"].columns) == list(examples["real"].columns) and len(examples["real"].columns) == 21
+    assert (examples["dictionary"]["PINCP"] == "N").any()

@@ -289,3 +289,107 @@ def sweep(
                      "delta_spent": report["delta"], "seconds": report["seconds"]["total"],
                      **utility(raw, synthetic, schema, mgd=mgd)})  # fmt: skip
     return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- a public benchmark table
+#: The ACS excerpt of the notebook's last section: NIST's Diverse Communities Data Excerpts (2018 ACS
+#: person records; :data:`margsynth.data.NIST_EXCERPTS`), scored by SDNist's k-marginal.
+ACS = "ma2018"
+#: Its columns shown real against synthetic.
+ACS_SHOWN = ("AGEP", "PINCP", "POVPIP", "EDU", "RAC1P", "PUMA")
+#: The columns left out of the 21-feature set (survey weights and the 271 industry codes).
+ACS_LEFT_OUT = ("PWGTP", "WGTP", "INDP")
+#: The subsample fractions whose k-marginal scores are the baselines (SDNist's).
+ACS_FRACTIONS = (0.05, 0.1, 0.2, 0.4)
+ACS_PROFILES: dict[str, dict[str, Any]] = {
+    "quick": {"epsilons": [1.0, 10.0], "seeds": [0]},  # 4 MST runs of about a second
+    "full": {"epsilons": [0.3, 1.0, 3.0, 10.0], "seeds": [0, 1, 2]},
+}
+
+
+def acs_available(name: str = ACS) -> bool:
+    """Whether the excerpt's real data is at hand (fetched, or in the mirror); it has no surrogate."""
+    from ..data.fetch import DataUnavailableError
+    from ..data.loaders import load_raw
+
+    try:
+        load_raw(name)
+    except DataUnavailableError:
+        return False
+    return True
+
+
+def acs_schema(kind: str, name: str, table: pd.DataFrame, features: int = 21) -> dict[str, Any]:
+    """The schema of an excerpt's run: ``"dictionary"``, built from NIST's public data dictionary
+    with its rules (:func:`margsynth.data.nist_acs_schema`, ``--schema nist-acs`` or ``nist-acs-21``),
+    or ``"draft"``, the documented path unedited (``margsynth schema init --null-token N``: names
+    and types only, everything else discovered privately). ``features``: 24 (all) or 21
+    (without :data:`ACS_LEFT_OUT`, a schema naming a subset of the columns)."""
+    from ..data import nist_acs_schema
+    from ..tabular import draft_schema
+
+    if features not in (21, 24):
+        raise ValueError(f"features must be 21 or 24, got {features!r}")
+    if kind == "dictionary":
+        return nist_acs_schema(name, "nist-acs" if features == 24 else "nist-acs-21")
+    if kind != "draft":
+        raise ValueError(f"kind must be 'dictionary' or 'draft', got {kind!r}")
+    draft = draft_schema(table, null_tokens=["N"])
+    if features == 21:
+        draft["columns"] = [c for c in draft["columns"] if c["name"] not in ACS_LEFT_OUT]
+    return draft
+
+
+def acs_scores(
+    name: str = ACS,
+    *,
+    epsilons: Sequence[float],
+    seeds: Sequence[int],
+    schemas: Sequence[str] = ("dictionary", "draft"),
+    mechanism: str = "mst",
+    features: int = 21,
+    delta: float = 1e-5,
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, pd.DataFrame]]:
+    """The excerpt through the raw path for each schema, ε and seed, written as ``margsynth synth``
+    writes it and scored by SDNist's k-marginal (:func:`margsynth.metrics.kmarginal.kmarginal_score`,
+    0-1000); and the subsample baselines (:data:`ACS_FRACTIONS`, one draw per seed, on the scored
+    features). Returns ``(runs, baselines, examples)``: ``runs`` one row per run (``schema,
+    epsilon, seed, score, seconds``), ``baselines`` one row per fraction and seed, ``examples``
+    the real table and each schema's output at the largest ε and first seed, as text."""
+    from ..data import load_data_dictionary
+    from ..data.loaders import load_raw
+    from ..metrics.kmarginal import kmarginal_score, subsample_baselines
+    from ..tabular import encoder_of, synthesize
+    from ..timing import Stopwatch
+
+    table, dd = load_raw(name), load_data_dictionary(name)
+    cols = [c for c in table.columns if features == 24 or c not in ACS_LEFT_OUT]
+    rows, examples = [], {"real": table[cols]}
+    for kind in schemas:
+        schema = acs_schema(kind, name, table, features)
+        for eps, seed in itertools.product(epsilons, seeds):
+            clock = Stopwatch()
+            synthetic, report = synthesize(table, schema, mechanism, epsilon=eps, delta=delta, seed=seed)
+            text = encoder_of(report).to_text(synthetic)
+            seconds = clock.elapsed()
+            score = kmarginal_score(table, text, data_dictionary=dd).score
+            rows.append({"schema": kind, "epsilon": float(eps), "seed": int(seed), "score": score, "seconds": seconds})
+            if eps == max(epsilons) and seed == seeds[0]:
+                examples[kind] = text
+    base = [{"fraction": f, "seed": int(s), "score": v}
+            for s in seeds
+            for f, v in subsample_baselines(table, fractions=list(ACS_FRACTIONS), seed=s, data_dictionary=dd,
+                                            features=cols).items()]  # fmt: skip
+    return pd.DataFrame(rows), pd.DataFrame(base), examples
+
+
+def acs_values(text: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """An excerpt's text columns for plotting (``N``, the excerpts' null token, as a missing
+    value): numbers as numbers where every non-null cell is one and they take more than 24
+    values, the others (codes, PUMAs) as their text."""
+    out = {}
+    for c in columns:
+        col = text[c].where(text[c] != "N")
+        num = pd.to_numeric(col, errors="coerce")
+        out[c] = num if num.notna().sum() == col.notna().sum() and num.nunique() > 24 else col
+    return pd.DataFrame(out)

@@ -14,7 +14,7 @@ from matplotlib.patches import Patch
 from . import TWO_COLUMN, styled
 from ._common import epsilon_axis, legend_below, lines_with_sd, series_styles, style_handles, subplots, suptitle
 
-__all__ = ["SWEEP_METRICS", "distributions", "scatter", "sweep"]
+__all__ = ["SWEEP_METRICS", "distributions", "kmarginal_vs_epsilon", "scatter", "sweep"]
 
 #: The metrics of the full profile's sweep figure.
 SWEEP_METRICS = ("tv-1way", "tv-2way", "mgd", "spearman_gap")
@@ -64,7 +64,9 @@ def distributions(real: pd.DataFrame, synthetic: pd.DataFrame, columns: Sequence
             x = np.arange(len(rows))
             ax.bar(x - 0.2, rows["real"], width=0.4, color=colours[0])
             ax.bar(x + 0.2, rows["synthetic"], width=0.4, color=colours[1])
-            ax.set_xticks(x, [str(i)[:10] for i in rows.index], rotation=90 if len(rows) > 6 else 0)
+            names = [str(i)[:10] for i in rows.index]
+            crowded = len(rows) > 6 or sum(len(n) for n in names) > 24  # long labels side by side would overlap
+            ax.set_xticks(x, names, rotation=90 if crowded else 0)
             ax.grid(axis="x", visible=False)
             ax.set_ylabel("share")
             ax.set_xlabel("value")
@@ -116,4 +118,32 @@ def sweep(runs: pd.DataFrame, metrics: Sequence[str] = SWEEP_METRICS):
         ax.set_ylabel("value")
     handles, labels = style_handles(order, styles)
     legend_below(fig, handles, labels, ncols=len(labels), title="mechanism")
+    return fig
+
+
+@styled
+def kmarginal_vs_epsilon(runs: pd.DataFrame, baselines: pd.DataFrame, *, title: str | None = None):
+    """SDNist's k-marginal score of the excerpt's synthetic data against ε, one line per schema
+    (mean over seeds, error bars: one standard deviation), beside the scores of random subsamples
+    of the real data (horizontal lines, labelled with their fraction)."""
+    order = list(dict.fromkeys(runs["schema"]))
+    styles = series_styles(order)
+    fig, axes = subplots(1, 1, width=TWO_COLUMN * 0.55, height=2.6)
+    ax = axes[0, 0]
+    base = baselines.groupby("fraction")["score"].mean()
+    for v in base.to_numpy():
+        ax.axhline(v, color="0.55", linewidth=0.8, linestyle=(0, (2, 2)), zorder=0)
+    lines_with_sd(ax, runs, "epsilon", "score", "schema", order, styles)
+    epsilon_axis(ax, runs["epsilon"])
+    ax.set_ylabel("k-marginal score (0-1000)")
+    ax.grid(axis="y", visible=False)
+    right = ax.twinx()  # the subsamples' fractions as the right axis' ticks, at their scores
+    right.set_ylim(ax.get_ylim())
+    right.set_yticks(base.to_numpy(), [f"{f:.0%}" for f in base.index])
+    right.set_ylabel("random subsample of the real rows")
+    right.grid(False)
+    handles, labels = style_handles(order, styles)
+    legend_below(fig, handles, [f"{name} schema" for name in labels], ncols=len(labels))
+    if title:
+        suptitle(fig, title)
     return fig
