@@ -285,8 +285,8 @@ def test_default_rule_adapts_to_the_table():
 @pytest.mark.parametrize("rows,epsilon", [(300, 1.0), (3000, 1.0), (3000, 20.0), (20000, 1.0), (20000, 0.2)])
 def test_numeric_share_finds_a_twentieth_of_the_rows(rows, epsilon):
     """The numeric columns' share under the default rule: at least 10%; above it only as far as
-    the range steps need to find a range bin of 5% of the rows w.p. 0.99 (their sigma at most
-    0.05 n / (z + 2.33)), and only within the caps; every step on the ledger, never beyond the
+    the range steps need to find a range bin of 3% of the rows w.p. 0.99 (their sigma at most
+    0.03 n / (z + 2.33)), and only within the caps; every step on the ledger, never beyond the
     rule's most."""
     from scipy.special import ndtri
 

@@ -781,7 +781,7 @@ def _steps(schema: Schema) -> list[tuple[str, str]]:
 COUNT_SHARE = 0.005  # the noisy row count (null rates, bins, the category budget)
 NUMERIC_SHARE = 0.10  # all numeric columns together at least (range 40%, distribution 60% of a column's)
 NUMERIC_CAP = 0.50  # numeric columns at most, so that a range bin of NUMERIC_FRACTION of the rows is found
-NUMERIC_FRACTION = 0.05  # ... with probability KEEP_PROBABILITY, on tables whose size and budget allow it
+NUMERIC_FRACTION = 0.03  # ... with probability KEEP_PROBABILITY, on tables whose size and budget allow it
 DISCOVERY_CAP = 0.90  # numeric columns take more than NUMERIC_SHARE only while discovery stays within this
 NULLS_SHARE = 0.005  # a column whose only step is its null count (a null rate of 1-2% found at the 1% test)
 CATEGORY_SHARE = 0.10  # categories, when that keeps every category of the smallest fraction below
