@@ -42,6 +42,8 @@ class Entry:
     names: tuple[str, ...]
     build: Callable[[str], dict]
     full_only: tuple[str, ...] = ()
+    #: ``(figure, dataset)``: figures of real data that has no surrogate, made only where it is at hand
+    needs: tuple[tuple[str, str], ...] = ()
 
 
 def _nb00(profile: str) -> dict:
@@ -136,6 +138,14 @@ def _nb09(profile: str) -> dict:
         runs = exp09.sweep(raw, schema, s["mechanisms"], s["epsilons"], s["seeds"], delta=1e-9, iters=s["iters"],
                          select_iters=s["select_iters"])  # fmt: skip
         out["09_sweep"] = byod.sweep(runs)
+    if exp09.acs_available():
+        acs = exp09.ACS_PROFILES[profile]
+        runs, base, examples = exp09.acs_scores(epsilons=acs["epsilons"], seeds=acs["seeds"])
+        out["09_acs_kmarginal"] = byod.kmarginal_vs_epsilon(runs, base)
+        shown = exp09.ACS_SHOWN
+        out["09_acs_distributions"] = byod.distributions(
+            exp09.acs_values(examples["real"], shown), exp09.acs_values(examples["dictionary"], shown), shown,
+            title=f"{exp09.ACS}, dictionary schema, MST, ε = {max(acs['epsilons']):g}")  # fmt: skip
     return out
 
 
@@ -150,7 +160,9 @@ NOTEBOOKS: dict[str, Entry] = {
     "06_privpgd_constraints": Entry(("06_constraint_figure3",), _nb06),
     "07_adaptive_grid": Entry(("07_adagrid_workload_error", "07_adagrid_error_by_round", "07_adagrid_rows_per_round"), _nb07),
     "08_privsyn": Entry(("08_privsyn_selection_trace", "08_privsyn_budget", "08_privsyn_vs_mst", "08_privsyn_gum_convergence"), _nb08),
-    "09_bring_your_own_data": Entry(("09_distributions", "09_scatter", "09_sweep"), _nb09, full_only=("09_sweep",)),
+    "09_bring_your_own_data": Entry(("09_distributions", "09_scatter", "09_sweep", "09_acs_kmarginal", "09_acs_distributions"),
+                                    _nb09, full_only=("09_sweep",),
+                                    needs=(("09_acs_kmarginal", exp09.ACS), ("09_acs_distributions", exp09.ACS))),
 }  # fmt: skip
 
 
