@@ -823,14 +823,7 @@ def discovery_budget(schema: Schema, total: float, share: float | None = None) -
         per_num = per_null = per_col
         plan["categories"] = per_col
         cat_most = per_col * len(cat_cols)
-    for name in num_cols:
-        spec = schema[name]
-        plan["columns"][name] = (
-            {"range": RANGE_PART * per_num, "distribution": (1 - RANGE_PART) * per_num,
-             "false_positive": range_false_positive(schema)}
-            if "range" in spec.discovers
-            else {"distribution": per_num}
-        )
+    _numeric_plan(schema, plan, num_cols, per_num)
     for name in null_cols:
         plan["columns"][name] = {"nulls": per_null}
     plan["most"] = plan["count"] + per_num * len(num_cols) + per_null * len(null_cols) + cat_most
@@ -868,14 +861,20 @@ def numeric_budget(schema: Schema, plan: dict[str, Any], rows: float, total: flo
     need = len(num_cols) / (2.0 * sigma**2 * RANGE_PART) / total
     room = max(NUMERIC_SHARE, DISCOVERY_CAP - spent / total)
     share = float(min(max(need, NUMERIC_SHARE), NUMERIC_CAP, room))
-    per_num = share * total / len(num_cols)
-    for name in num_cols:
+    _numeric_plan(schema, plan, num_cols, share * total / len(num_cols))
+    return share
+
+
+def _numeric_plan(schema: Schema, plan: dict[str, Any], names: list[str], per_num: float) -> None:
+    """Each numeric column's steps in ``plan``: ``per_num`` each, :data:`RANGE_PART` of it to the
+    range step when its bounds are discovered (with the table's scan rate), the rest to its distribution."""
+    fp = range_false_positive(schema)
+    for name in names:
         plan["columns"][name] = (
             {"range": RANGE_PART * per_num, "distribution": (1 - RANGE_PART) * per_num, "false_positive": fp}
             if "range" in schema[name].discovers
             else {"distribution": per_num}
         )
-    return share
 
 
 def category_budget(columns: int, rows: float, total: float, delta: float) -> tuple[float, float]:
