@@ -1454,3 +1454,35 @@ def test_data_refusals_name_their_option(tmp_path, monkeypatch, capsys, args, en
     monkeypatch.setenv("MARGSYNTH_NO_DOWNLOAD", "1")
     assert main(args) == 2
     _one_line_error(capsys.readouterr().err, *needles)
+
+
+def test_a_signal_while_a_temporary_is_made_waits_until_it_is_recorded(tmp_path, monkeypatch):
+    """SIGTERM arriving while a temporary is created (before anything records it for removal)
+    is held back until it is recorded, then raised: the cleanup finds every file it made."""
+    from margsynth import paths
+    from margsynth.commands import _outputs as outputs
+
+    class Stop(Exception):
+        pass
+
+    def handler(signum, frame):
+        raise Stop
+
+    real = paths.make_temporary
+
+    def creating_then_signalled(*a, **k):
+        tmp = real(*a, **k)
+        os.kill(os.getpid(), signal.SIGTERM)  # the signal lands right after the file exists
+        return tmp
+
+    monkeypatch.setattr(paths, "make_temporary", creating_then_signalled)
+    monkeypatch.setattr(outputs, "make_temporary", creating_then_signalled)
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        with pytest.raises(Stop), paths.atomic_path(tmp_path / "a.csv"):
+            pass
+        with pytest.raises(Stop), outputs.OutputPair(tmp_path / "b.csv"):
+            pass
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import signal
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -23,6 +25,7 @@ __all__ = [
     "figures_dir",
     "make_temporary",
     "make_temporary_name",
+    "signals_deferred",
     "project_root",
     "results_dir",
     "stale_temporaries",
@@ -125,6 +128,40 @@ def stale_temporaries(folder: str | Path, recursive: bool = False) -> list[Path]
 
 
 @contextmanager
+def signals_deferred():
+    """Hold SIGINT and SIGTERM back while a temporary is created and recorded for removal: a
+    signal arriving between the two would otherwise leave a file no ``finally`` knows of. The
+    handlers are swapped for ones that only note the signal (Python runs handlers in the main
+    thread, whichever thread the signal reached), and a noted signal is handed to the original
+    handler on exit, its exception raised there. Outside the main thread (where handlers cannot
+    be set, and none runs) it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    noted: list[tuple[int, object]] = []
+
+    def note(signum, frame):
+        noted.append((signum, frame))
+
+    held = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    held = {s: h for s, h in held.items() if h is not None}  # a handler set outside Python stays
+    for s in held:
+        signal.signal(s, note)
+    try:
+        yield
+    finally:
+        for s, h in held.items():
+            signal.signal(s, h)
+        if noted:
+            signum, frame = noted[0]
+            handler = held[signum]
+            if callable(handler):
+                handler(signum, frame)
+            elif handler == signal.SIG_DFL:
+                os.kill(os.getpid(), signum)  # the default action, now
+
+
+@contextmanager
 def atomic_path(target: str | Path, suffix: str | None = None):
     """Yield a temporary path beside ``target``; on success rename it over
     ``target`` (atomic on POSIX), on failure (or Ctrl-C / SIGTERM) delete it. A
@@ -132,10 +169,12 @@ def atomic_path(target: str | Path, suffix: str | None = None):
     gets the permissions of the process umask."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp_path = make_temporary(target, suffix)
+    tmp_path = None
     try:
+        with signals_deferred():  # created and recorded before a signal can interrupt
+            tmp_path = make_temporary(target, suffix)
         yield tmp_path
         os.replace(tmp_path, target)
     finally:
-        if tmp_path.exists():
+        if tmp_path is not None and tmp_path.exists():
             tmp_path.unlink()

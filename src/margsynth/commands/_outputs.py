@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..jsonable import finite_json, json_default, plain_json
-from ..paths import make_temporary, make_temporary_name, stale_temporaries
+from ..paths import make_temporary, make_temporary_name, signals_deferred, stale_temporaries
 
 __all__ = [
     "SIDECAR_FORMAT",
@@ -231,12 +231,13 @@ class OutputPair:
             ) from None
 
     def __enter__(self) -> OutputPair:
+        wanted = [(self.path, self.option, self.path.suffix if self.side is None else ".csv"),
+                  *([] if self.side is None else [(self.side, self.option, ".json")]),
+                  *((p, opt, p.suffix or ".part") for p, opt in self.extra)]  # fmt: skip
         try:
-            self._tmps.append(self._reserve(self.path, self.option, self.path.suffix if self.side is None else ".csv"))
-            if self.side is not None:
-                self._tmps.append(self._reserve(self.side, self.option, ".json"))
-            for p, opt in self.extra:
-                self._tmps.append(self._reserve(p, opt, p.suffix or ".part"))
+            for target, option, suffix in wanted:
+                with signals_deferred():  # each temporary recorded before a signal can interrupt
+                    self._tmps.append(self._reserve(target, option, suffix))
         except BaseException:
             self._abort()
             raise
@@ -266,8 +267,9 @@ class OutputPair:
         for target in targets[:-1]:  # a second name for each old file, until the new set is in place
             backup = None
             if target.exists():
-                backup = make_temporary(target, ".old")
-                self._tmps.append(backup)
+                with signals_deferred():
+                    backup = make_temporary(target, ".old")
+                    self._tmps.append(backup)
                 backup.unlink()
                 try:
                     os.link(target, backup)
