@@ -229,6 +229,27 @@ def test_rules_across_cliques_join_the_structure_or_are_left_to_the_generator(mo
     assert small.tree.find_clique(("a", "d")) is None
     # the rules left out are not zeros: the model puts mass on their cells
     assert small.probabilities(("a", "d"))[0, 0] > 0
+    # a caller's slack (the independence model's generator) lets the set in again
+    roomy = estimate(dom, ms, iters=50, total=TOTAL, rules=rules, rule_slack_cells=1000)
+    assert roomy.stats["rules"]["added_cliques"] == [["a", "d"]] and roomy.stats["rules"]["left"] == []
+    assert roomy.probabilities(("a", "d"))[0, 0] == 0.0
+
+
+def test_the_independence_model_holds_its_rules(monkeypatch):
+    """Independent's generator has room for every rule clique of a small domain (one clique per
+    attribute: Private-PGM's default slack would leave them to the redraw)."""
+    from margsynth.mechanisms.baselines import INDEPENDENT_RULE_SLACK_CELLS, Independent
+
+    gen = Independent().generator
+    assert gen.rule_slack_cells == INDEPENDENT_RULE_SLACK_CELLS >= 1024
+    dom, _, rules = _problem("chain")
+    one_way = [Measurement((a,), np.eye(n), np.full(n, TOTAL / n), 1.0) for a, n in zip(dom.names, dom.shape)]
+    monkeypatch.setattr(estimation_module, "RULE_SLACK_CELLS", 0)
+    assert estimate(dom, one_way, iters=50, total=TOTAL, rules=rules).stats["rules"]["left"]
+    model = estimate(dom, one_way, iters=50, total=TOTAL, rules=rules, rule_slack_cells=gen.rule_slack_cells)
+    assert model.stats["rules"]["left"] == []
+    with pytest.raises(ValueError, match="rule_slack_cells"):
+        type(gen)(rule_slack_cells=-1)
 
 
 def test_unsatisfiable_rules_are_refused_and_empty_rules_change_nothing():

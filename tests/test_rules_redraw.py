@@ -29,6 +29,7 @@ from margsynth.inference.pgm.factor import Factor
 from margsynth.inference.pgm.junction_tree import build_junction_tree
 from margsynth.inference.pgm.measurement import Measurement
 from margsynth.inference.repair import dependents, enforce, redraw, reject
+from margsynth.mechanisms import baselines
 from margsynth.mechanisms.compression import Compression
 from margsynth.rules import Rule, RuleSet
 from margsynth.tabular.constraints import Condition, SchemaRule
@@ -213,6 +214,7 @@ def test_pgm_redraw_keeps_the_conditioning_marginal_where_rejection_does_not():
 def test_pgm_generation_never_breaks_a_rule_left_out_of_the_model(seed, monkeypatch):
     monkeypatch.setattr(estimation, "RULE_GROWTH", 1.0)  # the placement's limit, lowered: the rules are left out
     monkeypatch.setattr(estimation, "RULE_SLACK_CELLS", 0)
+    monkeypatch.setattr(baselines, "INDEPENDENT_RULE_SLACK_CELLS", 0)  # Independent's generator: its own room
     rules = _rules()
     for name in ("mst", "independent"):
         res = _run(name, seed, rules=rules)

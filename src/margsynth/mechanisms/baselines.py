@@ -27,9 +27,16 @@ from .sampler import pgm_sampler
 __all__ = ["Independent"]
 
 
+#: The cells the rules' cliques may add to the independence model (``PGMGenerator.rule_slack_cells``).
+#: Its tree is one clique per attribute, so Private-PGM's default slack (made for MST's trees)
+#: would leave most rules to the generator's redraw, which keeps the one-way marginals but
+#: not the rules' joint shape (docs/notes/rules.md, "The slack and Independent").
+INDEPENDENT_RULE_SLACK_CELLS = 1 << 16
+
+
 def _independence_pgm() -> Generator:
-    """Private-PGM's independence model, 1,000 iterations."""
-    return PGMGenerator(iters=1000)
+    """Private-PGM's independence model, 1,000 iterations, room for the rules' cliques."""
+    return PGMGenerator(iters=1000, rule_slack_cells=INDEPENDENT_RULE_SLACK_CELLS)
 
 
 @dataclass(frozen=True)

@@ -95,13 +95,16 @@ class PGMGenerator:
     ``"interior_point"``: the optimal face found by an interior-point solver, then the
     descent on it until certified within ``gap_tol`` (default 1e-6) of the loss or as far as
     the arithmetic allows — the optimum, certified, but far slower on large models; ``iters``
-    then caps the solver's iterations and ``rtol`` must be ``None``)."""
+    then caps the solver's iterations and ``rtol`` must be ``None``). ``rule_slack_cells``:
+    the cells the rules' cliques may add beyond ``RULE_GROWTH`` times the model's
+    (:func:`~margsynth.inference.pgm.estimate`; ``None``: its ``RULE_SLACK_CELLS``)."""
 
     iters: int = 1000
     memory_limit_mb: float | None = None
     rtol: float | None = None
     gap_tol: float | None = None
     method: str = "accelerated"
+    rule_slack_cells: int | None = None
 
     name: ClassVar[str] = "pgm"
 
@@ -122,6 +125,9 @@ class PGMGenerator:
                 raise ValueError(f"{field} must be a finite number >= 0 or None, got {r!r}")
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
+        sc = self.rule_slack_cells
+        if sc is not None and (isinstance(sc, bool) or not isinstance(sc, (int, np.integer)) or sc < 0):
+            raise ValueError(f"rule_slack_cells must be a non-negative integer or None, got {sc!r}")
         if self.method == "interior_point":
             if self.rtol is not None:
                 raise ValueError(
@@ -162,6 +168,8 @@ class PGMGenerator:
         kw: dict[str, Any] = {"iters": int(self.iters), "method": self.method}
         if rules is not None:
             kw["rules"] = rules
+            if self.rule_slack_cells is not None:
+                kw["rule_slack_cells"] = int(self.rule_slack_cells)
         if warm_start is not None:
             kw["warm_start"] = warm_start
         if extra_cliques:

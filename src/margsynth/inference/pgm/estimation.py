@@ -103,6 +103,7 @@ def estimate(
     gap_tol: float | None = None,
     rtol: float | None = None,
     rules: RuleSet | Sequence[Rule] | None = None,
+    rule_slack_cells: int | None = None,
 ) -> GraphicalModel:
     """Fit a graphical model to noisy measurements (Private-PGM, Eq. 4.2).
 
@@ -188,6 +189,10 @@ def estimate(
         cells (for the descent, its maximum-entropy optimum there). ``stats["rules"]``:
         ``in_model`` (names), ``added_cliques`` (attribute sets added for rules),
         ``left`` (rules the generator must enforce) and ``zero_cells``.
+    rule_slack_cells:
+        The cells rule cliques may add beyond ``RULE_GROWTH`` times the tree's
+        (``None``: ``RULE_SLACK_CELLS``); a model of small cliques (the independence
+        model) holds its rules only with more.
 
     Returns
     -------
@@ -224,6 +229,7 @@ def estimate(
             gap_tol=gap_tol,
             rtol=rtol,
             rules=rules,
+            rule_slack_cells=rule_slack_cells,
         )
 
 
@@ -244,6 +250,7 @@ def _estimate(
     gap_tol,
     rtol=None,
     rules=None,
+    rule_slack_cells=None,
 ):
     clock = Stopwatch()
     if isinstance(iters, bool) or int(iters) != iters or iters < 0:
@@ -284,7 +291,7 @@ def _estimate(
     tree = build_junction_tree(domain, cliques, memory_limit_mb=memory_limit_mb)
     placed: dict | None = None
     if rule_set is not None:
-        tree, placed = _place_rules(domain, tree, cliques, rule_set, memory_limit_mb)
+        tree, placed = _place_rules(domain, tree, cliques, rule_set, memory_limit_mb, rule_slack_cells)
     bp = BeliefPropagation(tree)
     masks, zeros = _zeros(bp, domain, rule_set.subset(placed["in_model"]) if placed else None)
     if placed is not None:
@@ -356,15 +363,21 @@ def _estimate(
 
 
 def _place_rules(
-    domain: Domain, tree: JunctionTree, cliques: list, rules: RuleSet, memory_limit_mb: float | None
+    domain: Domain,
+    tree: JunctionTree,
+    cliques: list,
+    rules: RuleSet,
+    memory_limit_mb: float | None,
+    slack_cells: int | None = None,
 ) -> tuple[JunctionTree, dict]:
     """The junction tree with the rules' attribute sets that fit (module docstring): the
     attribute sets of the rules inside no clique, cheapest first (the cells the tree has
     with that set alone added; ties in rule order), each added when the tree then has at
     most ``RULE_GROWTH * cells + RULE_SLACK_CELLS`` cells (``cells``: ``tree``'s) and stays
     within ``memory_limit_mb`` — so the limit admits the many cheap sets before one dear
-    one. Returns the tree and ``{"in_model", "added_cliques", "left"}``."""
-    limit = RULE_GROWTH * tree.cells + RULE_SLACK_CELLS
+    one; ``slack_cells`` replaces ``RULE_SLACK_CELLS`` when given. Returns the tree and
+    ``{"in_model", "added_cliques", "left"}``."""
+    limit = RULE_GROWTH * tree.cells + (RULE_SLACK_CELLS if slack_cells is None else slack_cells)
     added: list[tuple[str, ...]] = []
 
     def build(extra: list) -> JunctionTree | None:
