@@ -36,6 +36,7 @@ import nbformat
 import papermill as pm
 from tqdm.auto import tqdm
 
+from .experiments import snapshots
 from .paths import atomic_path, project_root, results_dir
 from .timing import Stopwatch
 
@@ -244,8 +245,11 @@ def reproduce(
     figures_only: bool = False,
     notebooks_dir: Path | None = None,
     echo=print,
+    publish: bool = False,
 ) -> tuple[list[NotebookResult], Path]:
-    """Run the notebooks and write the run manifest; returns (results, manifest path)."""
+    """Run the notebooks and write the run manifest; returns (results, manifest path).
+    ``publish``: also write a published snapshot (:mod:`margsynth.experiments.snapshots`)
+    of every notebook that succeeded."""
     paths = discover(notebooks_dir, only)
     if not paths:
         raise ValueError("no notebooks to run")
@@ -277,6 +281,7 @@ def reproduce(
         **_commit(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
+        "machine": snapshots.machine(),
         "packages": _versions(),
         "data_mirror": os.environ.get("MARGSYNTH_DATA_MIRROR"),
         "data_source": (
@@ -292,4 +297,8 @@ def reproduce(
     for target in (path, results_dir() / "manifest.json"):
         with atomic_path(target, suffix=".json") as tmp:
             tmp.write_text(json.dumps(manifest, indent=2))
+    if publish:
+        for r in results:
+            if r.status == "ok":
+                echo(f"published {snapshots.publish(Path(r.notebook).stem, manifest)}")
     return results, path

@@ -84,6 +84,12 @@ def _reproduce(sub) -> None:
         "type of its default, and -p profile takes quick or full",
     )  # fmt: skip
     p.add_argument("--figures-only", action="store_true", help="re-render figures from cached results only")
+    p.add_argument(
+        "--publish", action="store_true",
+        help="keep the result tables of each notebook that succeeds as its published snapshot "
+        "(results/published/NN_name/, with a manifest: commit, parameters, machine, wall time), "
+        "which the notebook plots without recomputing",
+    )  # fmt: skip
     p.set_defaults(handler="run")
 
 

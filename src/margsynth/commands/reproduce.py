@@ -33,7 +33,7 @@ def run(args) -> int:
         given = params.get("profile", "quick")
         profile = given if isinstance(given, str) and given in PROFILES else "quick"
     try:
-        results, manifest = reproduce(profile, args.only, params, args.figures_only)
+        results, manifest = reproduce(profile, args.only, params, args.figures_only, publish=args.publish)
     except ValueError as exc:
         msg = str(exc)
         if msg.startswith("parameter "):  # name the option: -p NAME VALUE
