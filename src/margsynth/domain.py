@@ -225,9 +225,15 @@ class Domain:
                 raise ValueError(f"{path}: not valid JSON ({exc})") from exc
         if not isinstance(sizes, dict) or not sizes:
             raise ValueError(f"{path}: expected a non-empty JSON object mapping attribute to size")
+        if "columns" in sizes and not isinstance(sizes["columns"], int):
+            raise ValueError(
+                f"{path}: a schema of a raw table (it has 'columns'), not a domain; expected a JSON object "
+                "mapping attribute to size (a schema goes to --schema)"
+            )
         for k, v in sizes.items():
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{path}: attribute {k!r} has size {v!r}; sizes must be positive integers")
+                shown = repr(v) if len(repr(v)) <= 60 else f"{type(v).__name__} {repr(v)[:40]}…"
+                raise ValueError(f"{path}: attribute {k!r} has size {shown}; sizes must be positive integers")
         return cls.from_sizes(sizes, ordinal=ordinal)
 
     def to_dict(self) -> dict[str, int]:
