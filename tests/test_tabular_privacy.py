@@ -605,3 +605,17 @@ def test_tail_cells_find_a_thin_tail_the_range_scan_misses():
     cuts = dsc.quantile_cuts(dist, lo, hi, 8, True)
     assert cuts == sorted(set(cuts)) and lo < cuts[0] and cuts[-1] <= hi + 1
 
+
+
+def test_the_printed_bounds_are_short_and_the_report_keeps_every_digit():
+    """A float bound is printed with six significant digits, an integral one as an integer;
+    the report (the sidecar) keeps the number itself."""
+    rep = {"columns": {"DENSITY": {"kind": "numeric", "steps": [{"step": "range"}], "bins": 5,
+                                   "bounds": [1448.1546878700494, 3711.514726096745], "binning": "quantiles",
+                                   "clamped_share": 0.0, "null_rate": 0.0, "nullable": False, "rho": 1e-3},
+                       "AGEP": {"kind": "numeric", "steps": [{"step": "range"}], "bins": 7, "bounds": [4.0, 83.0],
+                                "binning": "quantiles", "clamped_share": 0.0, "null_rate": 0.0, "nullable": False, "rho": 1e-3}}}  # fmt: skip
+    lines = describe(rep)
+    assert any("DENSITY: bounds [1448.15, 3711.51] found" in line for line in lines), lines
+    assert any("AGEP: bounds [4, 83] found" in line for line in lines), lines
+    assert rep["columns"]["DENSITY"]["bounds"][0] == 1448.1546878700494

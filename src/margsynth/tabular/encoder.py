@@ -1264,6 +1264,13 @@ def _mode_bin(coding: ColumnCoding, cells, masses) -> int:
 WARN_SHARE = 0.05
 
 
+def _short(v: float) -> str:
+    """A bound as a person reads it: an integer as such, else six significant digits (the
+    report's number keeps every digit)."""
+    v = float(v)
+    return str(int(v)) if v.is_integer() and abs(v) < 2**53 else f"{v:.6g}"
+
+
 def describe(report: Mapping[str, Any]) -> list[str]:
     """What preprocessing did, in words (the ``"preprocessing"`` report of
     :func:`fit_encoder`): one line per column whose preprocessing cost budget or changed
@@ -1281,7 +1288,7 @@ def describe(report: Mapping[str, Any]) -> list[str]:
                             "give its bounds in the schema")  # fmt: skip
         elif rep["kind"] == "numeric":
             how = "found" if any(st["step"] == "range" for st in rep["steps"]) else "given"
-            lo, hi = rep["bounds"]
+            lo, hi = (_short(b) for b in rep["bounds"])
             parts.append(f"bounds [{lo}, {hi}] {how}, {rep['bins']} bin{'s' * (rep['bins'] != 1)} ({rep['binning']})")
             lost = rep.get("clamped_share", 0.0)
             noise = rep.get("clamped_noise", 0.0)
