@@ -68,7 +68,7 @@ def test_publish_keeps_the_tables_of_the_run_with_their_manifest(project):
 def test_publish_replaces_a_snapshot_as_a_whole_and_refuses_what_did_not_run(project):
     root, nb_dir = project
     _notebook(nb_dir / "05_bench.ipynb", SAVE)
-    reproduce("quick", notebooks_dir=nb_dir, echo=lambda *a: None, publish=True)
+    reproduce("full", notebooks_dir=nb_dir, echo=lambda *a: None, publish=True)
     folder = root / "results/published/05_bench"
     (folder / "05_extra.csv").write_text("a\n1\n")  # not the run's: gone after the next publish
     run = json.loads((root / "results/manifest.json").read_text())
@@ -90,7 +90,7 @@ def test_publish_replaces_a_snapshot_as_a_whole_and_refuses_what_did_not_run(pro
 def test_load_checks_the_tables_against_the_manifest(project):
     root, nb_dir = project
     _notebook(nb_dir / "05_bench.ipynb", SAVE)
-    reproduce("quick", notebooks_dir=nb_dir, echo=lambda *a: None, publish=True)
+    reproduce("full", notebooks_dir=nb_dir, echo=lambda *a: None, publish=True)
     with pytest.raises(ValueError, match="not in the snapshot"):
         snapshots.load("05_bench", "05_nothing")
     path = root / "results/published/05_bench/05_runs.csv"
@@ -107,6 +107,22 @@ def test_load_checks_the_tables_against_the_manifest(project):
 def test_failed_notebooks_are_not_published(project):
     root, nb_dir = project
     _notebook(nb_dir / "05_bench.ipynb", SAVE + "\nraise RuntimeError('late')")
-    results, _ = reproduce("quick", notebooks_dir=nb_dir, echo=lambda *a: None, publish=True)
+    results, _ = reproduce("full", notebooks_dir=nb_dir, echo=lambda *a: None, publish=True)
     assert results[0].status == "failed"
     assert not (root / "results/published").exists()
+
+
+def test_publish_takes_the_full_profile_only(project, capsys):
+    """A quick run would replace the paper-scale snapshot: refused before any notebook runs."""
+    from margsynth.cli import main
+
+    root, nb_dir = project
+    _notebook(nb_dir / "05_bench.ipynb", SAVE)
+    with pytest.raises(ValueError, match="needs the full profile"):
+        reproduce("quick", notebooks_dir=nb_dir, echo=lambda *a: None, publish=True)
+    assert not (root / "results").exists()
+    (root / "pyproject.toml").write_text('[project]\nname = "margsynth"\n')
+    assert main(["reproduce", "--only", "05", "--publish"]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and "--publish" in err[0] and "full profile" in err[0]
+    assert not (root / "results").exists()

@@ -249,11 +249,17 @@ def reproduce(
 ) -> tuple[list[NotebookResult], Path]:
     """Run the notebooks and write the run manifest; returns (results, manifest path).
     ``publish``: also write a published snapshot (:mod:`margsynth.experiments.snapshots`)
-    of every notebook that succeeded."""
+    of every notebook that succeeded (the ``full`` profile only: refused before any
+    notebook runs otherwise)."""
     paths = discover(notebooks_dir, only)
     if not paths:
         raise ValueError("no notebooks to run")
     per_notebook = check_parameters(paths, profile, parameters)  # every check before any notebook runs
+    if publish and profile != "full":
+        raise ValueError(
+            f"--publish keeps paper-scale runs as the notebooks' published snapshots; it needs the full profile, "
+            f"got {profile!r} (a {profile} run would replace them)"
+        )
     saved = os.environ.get("MARGSYNTH_CACHE")
     if figures_only:
         os.environ["MARGSYNTH_CACHE"] = "require"
