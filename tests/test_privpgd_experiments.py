@@ -71,6 +71,29 @@ def test_relative_performance_best_is_one_and_distance_table():
     assert summ.set_index("method").loc["PrivPGD", "tv-2way rank"] == 1.0
 
 
+def test_privpgd_leads_ranks_against_the_others_and_says_when_the_gap_is_beyond_the_seeds():
+    """PrivPGD best on every metric by a wide margin at eps 1, third of three within the seeds'
+    spread at eps 2.5 (a brute-force check of rank, the best other and the ratio); GUM, not a
+    paper method, is left out of the ranking."""
+    rows = []
+    values = {1.0: {"PrivPGD": 1.0, "PGM+MST": 2.0, "PGM+AIM": 3.0, "GUM": 0.1},
+              2.5: {"PrivPGD": 1.02, "PGM+MST": 1.0, "PGM+AIM": 1.01, "GUM": 0.1}}  # fmt: skip
+    for eps, per in values.items():
+        for m, v in per.items():
+            for s, jitter in ((0, -0.05), (1, 0.05)):
+                rows.append({"dataset": "x", "epsilon": eps, "method": m, "seed": s,
+                             **{k: v + jitter for k in bench.METRIC_LABELS}})  # fmt: skip
+    leads = bench.privpgd_leads(pd.DataFrame(rows))
+    assert len(leads) == 2 * len(bench.METRIC_LABELS) and set(leads["of"]) == {3}
+    one, two = leads[leads["epsilon"] == 1.0], leads[leads["epsilon"] == 2.5]
+    assert (one["rank"] == 1).all() and (one["best other"] == "PGM+MST").all() and one["beyond seeds"].all()
+    assert np.allclose(one["PrivPGD / best other"], 1.0 / 2.0)
+    assert (two["rank"] == 3).all() and (two["best other"] == "PGM+MST").all() and not two["beyond seeds"].any()
+    assert np.allclose(two["PrivPGD / best other"], 1.02)
+    paper = bench.paper_summary().set_index("method")
+    assert leads["paper rank"].iloc[0] == pytest.approx(paper.at["PrivPGD", f"{leads['metric'].iloc[0]} rank"])
+
+
 def test_paper_summary_reads_the_reference_table():
     try:
         paper = bench.paper_summary(block=0)

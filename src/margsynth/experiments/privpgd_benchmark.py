@@ -57,6 +57,7 @@ __all__ = [
     "paper_summary",
     "paper_table",
     "our_summary",
+    "privpgd_leads",
     "real_baseline",
     "relative_performance",
 ]
@@ -277,3 +278,35 @@ def _summary(t: pd.DataFrame, group: list[str], metrics: list[str], source: str)
     out.insert(0, "source", source)
     order = [m for m in dict.fromkeys((*METHOD_ORDER, *PAPER_METHODS)) if m in out.index]
     return out.loc[order].reset_index()
+
+
+def privpgd_leads(df: pd.DataFrame, method: str = "PrivPGD", methods=PAPER_METHODS, block: int = 0) -> pd.DataFrame:
+    """Whether ``method`` leads as in the paper's Figure 1, metric by metric: per (dataset,
+    epsilon, metric), ``method``'s rank among the paper's six ``methods`` (seed means, 1 =
+    best), the best of the others and ``method``'s value relative to it (< 1: ``method``
+    leads by that factor), whether the gap exceeds the two methods' seed standard deviations
+    added (``beyond seeds``), and ``paper rank``: ``method``'s mean rank in the paper's
+    appendix table ``block`` over its datasets (:func:`paper_summary`)."""
+    d = df[df["method"].isin(methods)]
+    keys = ["dataset", "epsilon", "method"]
+    g = d.groupby(keys, sort=False)[list(DEFAULT_METRICS)]
+    mean = g.mean().reset_index().melt(id_vars=keys, var_name="metric", value_name="mean")
+    sd = g.std(ddof=0).fillna(0.0).reset_index().melt(id_vars=keys, var_name="metric", value_name="sd")
+    t = mean.merge(sd, on=[*keys, "metric"])
+    t["rank"] = t.groupby(["dataset", "epsilon", "metric"])["mean"].rank(method="average")
+    paper = paper_summary(block, methods).set_index("method")
+    rows = []
+    for (ds, eps, metric), grp in t.groupby(["dataset", "epsilon", "metric"], sort=False):
+        own, others = grp[grp["method"] == method], grp[grp["method"] != method]
+        if own.empty or others.empty:
+            continue
+        own = own.iloc[0]
+        best = others.loc[others["mean"].idxmin()]
+        rel = own["mean"] / best["mean"] if best["mean"] > 0 else (np.inf if own["mean"] > 0 else 1.0)
+        rows.append({
+            "dataset": ds, "epsilon": eps, "metric": metric, "rank": own["rank"], "of": len(grp),
+            "best other": best["method"], f"{method} / best other": rel,
+            "beyond seeds": bool(abs(own["mean"] - best["mean"]) > own["sd"] + best["sd"]),
+            "paper rank": paper.at[method, f"{metric} rank"] if method in paper.index else np.nan,
+        })  # fmt: skip
+    return pd.DataFrame(rows)

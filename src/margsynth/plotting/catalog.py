@@ -28,6 +28,7 @@ from ..experiments import privpgd_benchmark as exp05
 from ..experiments import privpgd_constraints as exp06
 from ..experiments import privsyn as exp08
 from ..experiments import privsyn_baltimore as ps
+from ..experiments import snapshots
 from ..metrics.suite import designated_triple
 from ..tabular import draft_schema
 from . import adagrid, aemc, byod, datasets, mgd, nist_mst, pgm_examples, privpgd, privsyn
@@ -85,9 +86,12 @@ def _nb04(profile: str) -> dict:
 
 def _nb05(profile: str) -> dict:
     runs = exp05.benchmark(profile, workers=2)
+    snap = snapshots.load("05_privpgd_benchmark", "05_runs")
     return {
         "05_relative_performance": privpgd.relative_performance(exp05.relative_performance(runs)),
         "05_distances": privpgd.distances(exp05.distance_table(runs)),
+        "05_published_relative_performance": privpgd.relative_performance(exp05.relative_performance(snap)),
+        "05_published_distances": privpgd.distances(exp05.distance_table(snap)),
     }
 
 
@@ -156,7 +160,8 @@ NOTEBOOKS: dict[str, Entry] = {
     "02_aemc_lp_vs_flow": Entry(("02_aemc_lp_vs_flow",), _nb02),
     "03_pgm_examples": Entry(("03_pgm_examples",), _nb03),
     "04_nist_mst_vs_mst": Entry(("04_table5", "04_figure3_selection", "04_selection_quality"), _nb04),
-    "05_privpgd_benchmark": Entry(("05_relative_performance", "05_distances"), _nb05),
+    "05_privpgd_benchmark": Entry(("05_relative_performance", "05_distances", "05_published_relative_performance",
+                                   "05_published_distances"), _nb05),
     "06_privpgd_constraints": Entry(("06_constraint_figure3",), _nb06),
     "07_adaptive_grid": Entry(("07_adagrid_workload_error", "07_adagrid_error_by_round", "07_adagrid_rows_per_round"), _nb07),
     "08_privsyn": Entry(("08_privsyn_selection_trace", "08_privsyn_budget", "08_privsyn_vs_mst", "08_privsyn_gum_convergence"), _nb08),
