@@ -10,6 +10,7 @@ to ``$MARGSYNTH_RESULTS_DIR`` / ``$MARGSYNTH_FIGURES_DIR`` or ``<root>/results``
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import secrets
@@ -22,6 +23,7 @@ __all__ = [
     "atomic_path",
     "cache_dir",
     "data_dir",
+    "file_sha256",
     "figures_dir",
     "make_temporary",
     "make_temporary_name",
@@ -30,6 +32,15 @@ __all__ = [
     "results_dir",
     "stale_temporaries",
 ]
+
+def file_sha256(path: str | Path) -> str:
+    """The SHA-256 of a file's bytes (hex), read in blocks of 1 MiB."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
 
 # Temporaries are named ".<target>.margsynth-tmp-<pid>-<random><suffix>", so that the
 # ones a killed process left behind can be recognised (their pid is gone) and removed.

@@ -4,7 +4,6 @@ the SHA-256 of every file read (recorded in the synth sidecar)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ from ..data.nist_schema import NAMED_SCHEMAS, named_schema
 from ..data.registry import NIST_CRC_DICTIONARY, dataset_info
 from ..domain import Domain
 from ..mechanisms.base import MemoryLimitError, memory_limit
+from ..paths import file_sha256
 from ..tabular import Schema
 from ..tabular.encoder import check_sizes
 
@@ -48,14 +48,6 @@ class Input:
     source: str
     sha256: dict = field(default_factory=dict)
     path: Path | None = None  # the user's CSV, when the input was one
-
-
-def file_sha256(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 @contextmanager

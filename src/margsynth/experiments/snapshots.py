@@ -18,7 +18,6 @@ run started). The published folder sits under the project root, not under
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import os
 import platform
@@ -29,7 +28,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..paths import project_root, results_dir
+from ..paths import file_sha256, project_root, results_dir
 
 __all__ = ["available", "describe", "load", "machine", "manifest", "publish", "snapshot_dir"]
 
@@ -65,7 +64,7 @@ def load(notebook: str, table: str) -> pd.DataFrame:
     if table not in tables:
         raise ValueError(f"table {table!r} is not in the snapshot of {notebook}; it has {sorted(tables)}")
     path = snapshot_dir(notebook) / f"{table}.csv"
-    digest = _sha256(path)
+    digest = file_sha256(path)
     if digest != tables[table]:
         raise ValueError(f"{path} does not match its manifest (SHA-256 {digest[:16]}…, expected {tables[table][:16]}…)")
     return pd.read_csv(path)
@@ -115,14 +114,6 @@ def machine() -> dict[str, Any]:
     }
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _tables_of(notebook: str, since: _dt.datetime, tables_dir: Path) -> list[Path]:
     """The CSVs ``notebook`` saved in a run that started at ``since``: ``NN_*.csv`` under
     ``tables_dir`` modified after it."""
@@ -170,7 +161,7 @@ def publish(notebook: str, run: dict[str, Any] | None = None, *, tables_dir: Pat
         "packages": run.get("packages", {}),
         "data": entry.get("data", []),
         "published": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "tables": {p.stem: _sha256(p) for p in tables},
+        "tables": {p.stem: file_sha256(p) for p in tables},
     }
     target = snapshot_dir(notebook)
     target.parent.mkdir(parents=True, exist_ok=True)
