@@ -42,8 +42,13 @@ rows kept in at least 99% of 100 seeds (discovery alone: :func:`~margsynth.tabul
 **Rules mode** (``--rules``): the shipped schema (``nist-acs``, or ``nist-acs-21`` with
 ``--features 21``) with its rules (:data:`margsynth.data.nist_schema.NIST_ACS_RULES`) against the
 same schema without them, for each excerpt, ε (δ = 1e-5), seed and mechanism (default MST and
-Independent, which enforce rules through Private-PGM's structural zeros; ``--mechanisms`` adds
-AIM). The two runs of a seed alternate (which goes first alternates too) after one untimed
+Independent, which enforce rules through Private-PGM's structural zeros; ``--mechanisms`` takes
+every mechanism that enforces rules, each in its own way: AIM, MST-prop4, the adaptive grid and
+PrivSyn-PGM through Private-PGM, PrivSyn and MST-GUM through GUM's projection, PrivPGD, RAP, GEM and
+Private-GSD as docs/notes/rules.md says; ``--preset NAME`` runs those with presets — PrivPGD, RAP,
+GEM, Private-GSD — at that preset, e.g. ``fast``; PrivPGD gets the dictionary's numeric
+columns in uniform bins, :data:`PRIVPGD_BINS`, as it refuses a quantile binning that could
+leave a column one value). The two runs of a seed alternate (which goes first alternates too) after one untimed
 warm-up run. Printed per excerpt, ε and mechanism: the k-marginal score without and with the
 rules, the wall and CPU seconds and their ratio, the rows breaking a rule (all rules summed)
 without and with; then per rule the rows breaking it without (mean over runs) and with (the most
@@ -64,6 +69,7 @@ Run (real data; not in CI)::
     python benchmarks/bench_raw_tables.py --validate --sdnist-python /path/to/venv-sdnist/bin/python
     python benchmarks/bench_raw_tables.py --small
     python benchmarks/bench_raw_tables.py --rules --features 24 --epsilons 1 10 --seeds 0 1 2
+    python benchmarks/bench_raw_tables.py --rules --mechanisms privsyn mst-gum rap gem private-gsd privpgd --preset fast
 
 Measured numbers and their date: docs/notes/sdnist_kmarginal.md ("Running the excerpts"); the
 rules mode's in docs/notes/rules.md ("The NIST excerpts' rules").
@@ -233,12 +239,45 @@ def _cuts_only(schema: dict) -> dict:
     return out
 
 
+#: PrivPGD refuses a column that discovery could leave with one value (a quantile binning can
+#: merge its cuts, a discovered category set can keep one value); for it the dictionary's
+#: numeric columns get this many uniform bins within their given bounds (an integer column
+#: with fewer integers keeps each), and INDP, whose categories are discovered, is declared
+#: nullable (the dictionary lists its N)
+PRIVPGD_BINS = 32
+
+
+def _privpgd_schema(schema: dict) -> dict:
+    """``schema`` made a domain PrivPGD takes (:data:`PRIVPGD_BINS`)."""
+    out = dict(schema)
+    cols = []
+    for c in schema["columns"]:
+        if c.get("kind") == "numeric" and isinstance(c.get("bounds"), list) and c.get("binning") != "explicit":
+            c = {**c, "binning": "uniform", "bins": PRIVPGD_BINS}
+        elif c.get("categories") == "discover" and c.get("nullable") == "discover":
+            c = {**c, "nullable": True}
+        cols.append(c)
+    out["columns"] = cols
+    return out
+
+
+#: mechanisms with presets (``--preset``)
+PRESET_MECHANISMS = ("privpgd", "rap", "gem", "private-gsd")
+#: ``--rules --mechanisms``: every registered mechanism that enforces rules and runs on a raw table
+#: without public data (NIST-MST needs its public table)
+RULE_MECHANISMS = ("mst", "independent", "aim", "mst-prop4", "adagrid", "privsyn-pgm", "privsyn", "mst-gum",
+                   "privpgd", "rap", "gem", "private-gsd")  # fmt: skip
+
+
 def _rules_run(table: pd.DataFrame, schema: dict, mechanism: str, eps: float, seed: int, dd: dict,
-               checked: Schema) -> dict:  # fmt: skip
+               checked: Schema, preset: str | None = None) -> dict:  # fmt: skip
     """One run of the raw path with ``schema``: score, seconds, rows breaking each of the
     rules of ``checked`` (the schema with the rules) in the written output."""
+    extra = {"preset": preset} if preset is not None and mechanism in PRESET_MECHANISMS else {}
+    if mechanism == "privpgd":
+        schema = _privpgd_schema(schema)
     wall, cpu = time.perf_counter(), time.process_time()
-    synthetic, report = synthesize(table, schema, mechanism, epsilon=eps, delta=DELTA, seed=seed)
+    synthetic, report = synthesize(table, schema, mechanism, epsilon=eps, delta=DELTA, seed=seed, **extra)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     text = encoder_of(report).to_text(synthetic)  # as `margsynth synth --schema` writes it
     rules = parse_rules(checked.rules, checked)
@@ -267,7 +306,9 @@ def _rules(args) -> int:
         from margsynth.inference.pgm import estimation  # a diagnostic: the growth allowed to rule cliques
 
         estimation.RULE_GROWTH = args.rule_growth
-    print(f"Private-PGM's RULE_GROWTH {_rule_growth():g}")
+    print(f"Private-PGM's RULE_GROWTH {_rule_growth():g}"
+          + (f"; preset {args.preset} for {', '.join(m for m in args.mechanisms if m in PRESET_MECHANISMS)}"
+             if args.preset else ""))  # fmt: skip
     arms = ["without", "with"] + (["cuts"] if args.cuts_arm else [])
     failures, rows = [], []
     warm = False
@@ -292,7 +333,8 @@ def _rules(args) -> int:
                     for i, seed in enumerate(args.seeds):
                         order = arms if i % 2 == 0 else arms[::-1]
                         for arm in order:
-                            runs[arm].append(_rules_run(table, schemas[arm], mech, eps, seed, dd, checked))
+                            runs[arm].append(_rules_run(table, schemas[arm], mech, eps, seed, dd, checked,
+                                                        args.preset))  # fmt: skip
                     for arm in arms:
                         rs = runs[arm]
                         total = [sum(r["broken"].values()) for r in rs]
@@ -520,8 +562,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--features", nargs="+", type=int, default=[24, 21], choices=[24, 21])
     ap.add_argument("--epsilons", nargs="+", type=float, default=[1.0, 10.0])
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    ap.add_argument("--mechanisms", nargs="+", default=None, choices=["mst", "aim", "independent"],
-                    help="default mst (--rules: mst independent); AIM is slow at eps 10 on 21 features: opt in")  # fmt: skip
+    ap.add_argument("--mechanisms", nargs="+", default=None, choices=list(RULE_MECHANISMS), metavar="MECHANISM",
+                    help="default mst (--rules: mst independent); mst, aim and independent without --rules; "
+                         f"with --rules any of {', '.join(RULE_MECHANISMS)}; AIM is slow at eps 10 on 21 features")  # fmt: skip
+    ap.add_argument("--preset", default=None, help=f"with --rules: the preset of {', '.join(PRESET_MECHANISMS)}")
     ap.add_argument("--schemas", nargs="+", default=None, choices=["dictionary", "draft"],
                     help="default: both (--validate: draft)")  # fmt: skip
     ap.add_argument("--json", metavar="PATH", help="also write every run's numbers as JSON")
@@ -534,6 +578,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.mechanisms is None:
         args.mechanisms = ["mst", "independent"] if args.rules else ["mst"]
+    if not args.rules and set(args.mechanisms) - {"mst", "aim", "independent"}:
+        ap.error(f"--mechanisms {' '.join(args.mechanisms)}: without --rules only mst, aim and independent")
+    if args.preset is not None and not args.rules:
+        ap.error(f"--preset {args.preset}: only with --rules")
     if args.rules:
         if args.features == [24, 21]:
             args.features = [24]
