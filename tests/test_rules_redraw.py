@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 from margsynth import Dataset, Domain
+from margsynth.inference.gum import GUM, targets_log_conditional
 from margsynth.inference.pgm import GraphicalModel, estimation
 from margsynth.inference.pgm.factor import Factor
 from margsynth.inference.pgm.junction_tree import build_junction_tree
@@ -31,6 +32,7 @@ from margsynth.inference.pgm.measurement import Measurement
 from margsynth.inference.repair import dependents, enforce, redraw, reject
 from margsynth.mechanisms import baselines
 from margsynth.mechanisms.compression import Compression
+from margsynth.mechanisms.queries import MarginalQueries
 from margsynth.rules import Rule, RuleSet
 from margsynth.tabular.constraints import Condition, SchemaRule
 from tests.test_rules_generation import _rules, _run
@@ -243,3 +245,97 @@ def test_placement_takes_the_cheap_rule_sets_first_and_rechecks_split_pairs(monk
     monkeypatch.setattr(estimation, "RULE_SLACK_CELLS", 10**6)  # room for both
     model = estimation.estimate(dom, ms, iters=5, total=160.0, rules=RuleSet([dear, cheap]))
     assert model.stats["rules"]["left"] == [] and model.stats["rules"]["added_cliques"][0] == ["a", "c"]
+
+
+@pytest.mark.parametrize("attrs", [("a",), ("b",), ("a", "b"), ("c", "a")])
+def test_targets_conditional_is_the_conditional_of_the_decomposable_model(attrs):
+    """GUM's redraw conditional: with exact marginals of a distribution that factorises as
+    p(a) p(b | a) p(c | a) (cliques ab and ac meeting in a), the conditional built from the
+    targets ab, ac and the one-way d is the brute-force conditional of that distribution."""
+    dom = Domain.from_sizes({"a": 3, "b": 4, "c": 2, "d": 3})
+    rng = np.random.default_rng(5)
+    pa = rng.dirichlet(np.ones(3))
+    pb_a = rng.dirichlet(np.ones(4), size=3)
+    pc_a = rng.dirichlet(np.ones(2), size=3)
+    pd = rng.dirichlet(np.ones(3))
+    joint = pa[:, None, None, None] * pb_a[:, :, None, None] * pc_a[:, None, :, None] * pd[None, None, None, :]
+    n = 1000.0
+    targets = [(("a", "b"), n * joint.sum(axis=(2, 3))), (("a", "c"), n * joint.sum(axis=(1, 3))),
+               (("d",), n * joint.sum(axis=(0, 1, 2)))]  # fmt: skip
+    cond = targets_log_conditional(dom, targets)
+    records = np.array(list(itertools.product(*(range(s) for s in dom.shape))))
+    logw = cond(attrs, records)
+    assert logw.shape == (len(records), *(dom[a].size for a in attrs))
+    idx = [dom.index(a) for a in attrs]
+    for rec, lw in zip(records, logw):
+        key = tuple(slice(None) if j in idx else int(v) for j, v in enumerate(rec))
+        want = np.moveaxis(joint[key], list(np.argsort(np.argsort(idx))), list(range(len(idx))))
+        got = np.exp(lw - lw.max())
+        np.testing.assert_allclose(got / got.sum(), want / want.sum(), rtol=1e-9)
+
+
+def test_gum_with_rules_redraws_from_the_targets_conditional():
+    """GUM with a rule no target holds ("no schooling exactly under 1" over age and edu, the
+    targets age-x and x-edu): every record obeys it, the records GUM broke it in get their
+    education redrawn (not repaired from one-way weights), and age keeps GUM's values."""
+    dom = Domain.from_sizes({"age": 4, "x": 3, "edu": 3})
+    rng = np.random.default_rng(1)
+    age_x = rng.dirichlet(np.ones(12)).reshape(4, 3) * 5000
+    x_edu = np.outer(age_x.sum(axis=0), [0.2, 0.5, 0.3])
+    rules = RuleSet([
+        Rule.conditional("none under 1", dom, {"age": [0]}, {"edu": [0]}),
+        Rule.conditional("some from 1", dom, {"age": [1, 2, 3]}, {"edu": [1, 2]}),
+    ])  # fmt: skip
+    plain = GUM().synthesize(dom, [(("age", "x"), age_x), (("x", "edu"), x_edu)], 5000, np.random.default_rng(2))
+    res = GUM().synthesize(dom, [(("age", "x"), age_x), (("x", "edu"), x_edu)], 5000, np.random.default_rng(2),
+                           rules=rules)  # fmt: skip
+    assert res.rules["violations"] == {"none under 1": 0, "some from 1": 0}
+    assert res.rules["redrawn"] > 0 and res.rules["repaired"] == 0
+    assert np.array_equal(res.synthetic.codes[:, 0], plain.synthetic.codes[:, 0])
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("attrs", [("b",), ("c", "a"), ("a", "b", "d")])
+def test_mixture_conditional_is_the_brute_force_conditional(attrs, weighted):
+    """RAP's and GEM's redraw conditional: the full conditional of the mixture of product
+    rows, against the mixture's joint by brute force (a zero in a row included)."""
+    dom = Domain.from_sizes({"a": 3, "b": 4, "c": 2, "d": 3})
+    workload = MarginalQueries(dom, [("a", "b"), ("c", "d")])
+    rng = np.random.default_rng(11)
+    rows = 5
+    blocks = [rng.dirichlet(np.ones(s), size=rows) for s in dom.shape]
+    blocks[1][0, 2] = 0.0  # a value row 0 never draws
+    probs = np.hstack(blocks)
+    w = rng.random(rows) + 0.1 if weighted else None
+    cond = workload.mixture_log_conditional(probs, w)
+    ww = np.full(rows, 1 / rows) if w is None else w / w.sum()
+    joint = sum(ww[r] * np.einsum("i,j,k,l->ijkl", *(blk[r] / blk[r].sum() for blk in blocks)) for r in range(rows))
+    records = np.array(list(itertools.product(*(range(s) for s in dom.shape))))
+    logw = cond(attrs, records)
+    assert logw.shape == (len(records), *(dom[a].size for a in attrs))
+    idx = [dom.index(a) for a in attrs]
+    for rec, lw in zip(records, logw):
+        key = tuple(slice(None) if j in idx else int(v) for j, v in enumerate(rec))
+        want = np.moveaxis(joint[key], list(np.argsort(np.argsort(idx))), list(range(len(idx))))
+        got = np.exp(lw - lw.max())
+        np.testing.assert_allclose(got / got.sum(), want / want.sum(), rtol=1e-9, atol=1e-15)
+
+
+def test_mixture_redraw_keeps_the_rows_the_rule_pairs():
+    """Two product rows, one of young records without schooling, one of adults with: the
+    rule "no schooling exactly under 1" holds in each row's typical records; rejection from
+    the mixture would keep the rows' shares only where records obey, the redraw keeps the
+    age marginal exactly and fixes the education of the few that break it."""
+    dom = Domain.from_sizes({"age": 2, "edu": 2})
+    workload = MarginalQueries(dom, [("age", "edu")])
+    probs = np.array([[0.95, 0.05, 0.9, 0.1], [0.05, 0.95, 0.1, 0.9]])
+    rules = RuleSet([
+        Rule.conditional("none under 1", dom, {"age": [0]}, {"edu": [0]}),
+        Rule.conditional("some from 1", dom, {"age": [1]}, {"edu": [1]}),
+    ])  # fmt: skip
+    rng = np.random.default_rng(0)
+    plain = workload.sample_records(probs, 20_000, np.random.default_rng(0))
+    out, rep = workload.sample_obeying(probs, 20_000, rng, rules)
+    assert rep["violations"] == {"none under 1": 0, "some from 1": 0}
+    assert rep["rejected"] == 0 and rep["redrawn"] > 0
+    assert np.array_equal(out.codes[:, 0], plain.codes[:, 0])

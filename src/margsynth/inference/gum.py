@@ -42,11 +42,15 @@ attributes that hold a rule is first projected onto the allowed cells — its fo
 emptied and the allowed ones rescaled to the same total (the closest table in
 Kullback-Leibler divergence with those zeros, :meth:`~margsynth.rules.RuleSet.project`), so GUM never pulls records into a forbidden
 cell of a marginal it matches; records can still break a rule across marginals (edits of
-one marginal's attributes), or one no target holds, so the final records are repaired:
-each offending record's attributes of its broken rules are drawn again from their
-conditional given its other attributes under the rules, weighted by the targets' one-way
-marginals (:func:`~margsynth.inference.repair.repair`). The number of records stays ``n``.
-Rules are public: no budget.
+one marginal's attributes), or one no target holds, so the final records are fixed as
+Private-PGM's are: each offending record gets the attribute each broken rule determines
+drawn again, among the values every rule allows, from its conditional given the record's
+other attributes under the targets (:func:`~margsynth.inference.repair.redraw`;
+:func:`targets_log_conditional`: the targets that hold the attribute, joined as a
+decomposable model whose cliques meet only in it), and a record that leaves unfixed gets
+the attributes of its broken rules redrawn weighted by the targets' one-way marginals
+(:func:`~margsynth.inference.repair.repair`). The number of records stays ``n``. Rules are
+public: no budget.
 """
 
 from __future__ import annotations
@@ -63,9 +67,9 @@ from ..domain import Domain
 from ..rules import RuleSet, as_rules
 from ..timing import Stopwatch
 from .consistency import project_nonnegative
-from .repair import enforce
+from .repair import enforce, factors_log_conditional
 
-__all__ = ["GUM", "GUMResult", "gum", "normalise_marginals"]
+__all__ = ["GUM", "GUMResult", "gum", "normalise_marginals", "targets_log_conditional"]
 
 _UPDATES = ("gum", "mcf")
 _ORDERS = ("random", "given", "error")
@@ -130,6 +134,46 @@ def normalise_marginals(marginals: Any, domain: Domain) -> list[tuple[tuple[str,
             raise ValueError(f"marginal {i} over {c}: non-finite entries")
         out.append((c, arr))
     return out
+
+
+def targets_log_conditional(domain: Domain, targets: Iterable[tuple[tuple[str, ...], np.ndarray]]):
+    """``conditional(attrs, codes)`` for :func:`~margsynth.inference.repair.redraw`: per record
+    (``codes``: one column per attribute of ``domain``) the log weight of each joint value of
+    ``attrs`` given the record's other attributes, under the marginals ``targets`` (``(clique,
+    table)``, each table counting the same records). With ``T_a`` the targets that hold an
+    attribute ``a`` of ``attrs``, the weight is ``prod_{C in T} t_C(x_C) / prod_a t_a(x_a)^(|T_a| - 1)``
+    over the targets ``T`` that meet ``attrs`` (``t_a``: the one-way marginal they imply, their
+    mean): the full conditional of the decomposable model whose cliques are those targets
+    and meet only in ``a`` (Lauritzen, *Graphical Models*, 1996, §4.4: ``p = prod p_C /
+    prod p_S``), the closest the targets alone say to a graphical model's conditional. A cell
+    a target holds at zero gets a weight ``1e-12`` of the table's mass, not zero: the targets
+    are noisy, and the rules themselves mark the impossible values."""
+    items = [(tuple(c), np.asarray(t, dtype=np.float64).reshape(domain.project(c).shape)) for c, t in targets]
+    floor = 1e-12
+    logs = [(c, np.log(np.maximum(t / max(float(t.sum()), 1e-300), floor))) for c, t in items]
+    one_way: dict[str, np.ndarray] = {}
+    holders: dict[str, int] = {}
+    for c, t in items:
+        for i, a in enumerate(c):
+            m = t.sum(axis=tuple(j for j in range(len(c)) if j != i))
+            one_way.setdefault(a, np.zeros(domain[a].size))
+            one_way[a] += m / max(float(m.sum()), 1e-300)
+            holders[a] = holders.get(a, 0) + 1
+    log_one = {a: np.log(np.maximum(v / holders[a], floor)) for a, v in one_way.items()}
+
+    def conditional(attrs: tuple[str, ...], codes: np.ndarray) -> np.ndarray:
+        attrs = tuple(attrs)
+        sizes = tuple(domain[a].size for a in attrs)
+        out = factors_log_conditional(domain, logs, attrs, codes)
+        for k, a in enumerate(attrs):
+            extra = holders.get(a, 0) - 1
+            if extra > 0:
+                shape = [1] * (len(attrs) + 1)
+                shape[k + 1] = sizes[k]
+                out -= extra * log_one[a].reshape(shape)
+        return out
+
+    return conditional
 
 
 def _target(counts: np.ndarray, n: int) -> np.ndarray:
@@ -358,7 +402,9 @@ class GUM:
         report = None
         if rules is not None:
             weights = {a: self._one_way(domain, targets, a, n) for a in rules.attributes}
-            synthetic, report = enforce(synthetic, rules, rng, weights=weights)
+            synthetic, report = enforce(
+                synthetic, rules, rng, weights=weights, conditional=targets_log_conditional(domain, targets)
+            )
         return GUMResult(synthetic, pd.DataFrame(rows), r, converged, asdict(self), report)
 
     # ------------------------------------------------------------------ internals

@@ -52,15 +52,25 @@ from __future__ import annotations
 
 import math
 import string
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..dataset import Dataset, _smallest_int_dtype
+from ..domain import Domain
 from ..rules import RuleSet
 
-__all__ = ["MAX_REJECTION_ROUNDS", "dependents", "enforce", "one_way_weights", "redraw", "reject", "repair"]
+__all__ = [
+    "MAX_REJECTION_ROUNDS",
+    "dependents",
+    "enforce",
+    "factors_log_conditional",
+    "one_way_weights",
+    "redraw",
+    "reject",
+    "repair",
+]
 
 #: :func:`reject` stops after this many rounds (then :func:`repair` takes the rest).
 MAX_REJECTION_ROUNDS = 20
@@ -233,6 +243,29 @@ def _draw(
             out[i, j] = v
             fs = [(tuple(b for b in attrs if b != a), t[tuple(v if b == a else slice(None) for b in attrs)])
                   for attrs, t in fs]  # fmt: skip
+    return out
+
+
+def factors_log_conditional(
+    domain: Domain, factors: Iterable[tuple[Sequence[str], np.ndarray]], attrs: Sequence[str], codes: np.ndarray
+) -> np.ndarray:
+    """The conditional a :func:`redraw` takes, from log-factors: per record (``codes``: one
+    column per attribute of ``domain``, ``k`` rows) the sum over the factors ``(clique,
+    log table)`` that meet ``attrs`` of their value at the record's values of the clique's
+    other attributes — ``log P(x_attrs | x_rest)`` up to a constant per record for ``P ∝
+    exp(sum of the factors)``, since the factors that miss ``attrs`` do not depend on them.
+    Shape ``(k, *sizes of attrs)``, axes in the order given."""
+    attrs = tuple(attrs)
+    out = np.zeros((codes.shape[0], *(domain[a].size for a in attrs)))
+    for clique, table in factors:
+        clique = tuple(clique)
+        inside = [a for a in attrs if a in clique]
+        if not inside:
+            continue
+        rest = [a for a in clique if a not in inside]
+        t = table.transpose([clique.index(a) for a in (*rest, *inside)])
+        sliced = t[tuple(codes[:, domain.index(a)].astype(np.intp) for a in rest)] if rest else t[None]
+        out += sliced.reshape((sliced.shape[0], *(domain[a].size if a in clique else 1 for a in attrs)))
     return out
 
 

@@ -306,22 +306,72 @@ class MarginalQueries:
         rules: RuleSet | None,
         weights: np.ndarray | None = None,
     ) -> tuple[Dataset, dict[str, Any] | None]:
-        """:meth:`sample_records`, then records that break one of ``rules`` drawn again from
-        the same mixture until none does (rejection: the mixture conditioned on the rules),
-        and after :data:`~margsynth.inference.repair.MAX_REJECTION_ROUNDS` rounds the rest
-        repaired — the attributes of their broken rules redrawn given the others, weighted
-        by the mixture's one-way marginals (:func:`~margsynth.inference.repair.enforce`).
-        Returns the records and the report (``None`` without rules: the draws of
-        :meth:`sample_records` alone). Rules are public: no budget."""
+        """:meth:`sample_records`, then each record that breaks one of ``rules`` gets the
+        attribute each broken rule determines drawn again, among the values every rule
+        allows, from the mixture's full conditional given the record's other attributes
+        (:meth:`mixture_log_conditional`; one Gibbs step of the mixture conditioned on the
+        rules, :func:`~margsynth.inference.repair.redraw`), and a record that leaves unfixed
+        gets the attributes of its broken rules redrawn weighted by the mixture's one-way
+        marginals (:func:`~margsynth.inference.repair.enforce`). Not rejection: redrawing
+        whole records conditions the mixture on the rules, and a product row that makes a
+        rule's attributes independent then loses most of its records (on the NIST excerpts
+        RAP's score fell by 36 points that way; docs/notes/rules.md). Returns the records
+        and the report (``None`` without rules: the draws of :meth:`sample_records` alone).
+        Rules are public: no budget."""
         synth = self.sample_records(probs, n, rng, weights)
         if rules is None:
             return synth, None
+        P, w = self._normalised(probs, weights)
+        mix = w @ P  # the mixture's one-way marginals, block by block
+        one_way = {a: mix[self.offsets[i] : self.offsets[i + 1]] for i, a in enumerate(self.domain.names)}
+        return enforce(synth, rules, rng, conditional=self.mixture_log_conditional(probs, weights), weights=one_way)
+
+    def _normalised(self, probs: np.ndarray, weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """The rows' blocks each on its simplex, and the mixture weights summing to 1."""
         P = np.clip(np.asarray(probs, dtype=np.float64), 0.0, None)
         P = P / np.add.reduceat(P, self.offsets[:-1], axis=1).repeat(np.diff(self.offsets), axis=1)
         w = np.full(P.shape[0], 1.0 / P.shape[0]) if weights is None else np.asarray(weights) / np.sum(weights)
-        mix = w @ P  # the mixture's one-way marginals, block by block
-        one_way = {a: mix[self.offsets[i] : self.offsets[i + 1]] for i, a in enumerate(self.domain.names)}
-        return enforce(synth, rules, rng, draw=lambda k: self.sample_records(probs, k, rng, weights), weights=one_way)
+        return P, w
+
+    def mixture_log_conditional(self, probs: np.ndarray, weights: np.ndarray | None = None):
+        """``conditional(attrs, codes)`` for :func:`~margsynth.inference.repair.redraw`: the
+        log of the mixture's full conditional of ``attrs`` given each record's other
+        attributes, ``log sum_r w_r prod_{a in attrs} P_r(x_a) prod_{b not in attrs} P_r(x_b)``
+        up to a constant per record (``P_r``: row ``r``'s product distribution, ``w_r`` its
+        weight). Exact for the mixture :meth:`sample_records` draws from; computed in blocks
+        of records so that no temporary exceeds about 2^22 numbers."""
+        P, w = self._normalised(probs, weights)
+        with np.errstate(divide="ignore"):
+            logP, logw = np.log(P), np.log(w)
+        dom, offsets = self.domain, self.offsets
+
+        def conditional(attrs: tuple[str, ...], codes: np.ndarray) -> np.ndarray:
+            attrs = tuple(attrs)
+            idx = [dom.index(a) for a in attrs]
+            sizes = tuple(dom[a].size for a in attrs)
+            rows = P.shape[0]
+            joint = np.zeros((rows, *sizes))  # per row, the log probability of each joint value of attrs
+            for k, j in enumerate(idx):
+                shape = [rows] + [1] * len(attrs)
+                shape[k + 1] = sizes[k]
+                joint = joint + logP[:, offsets[j] : offsets[j + 1]].reshape(shape)
+            joint = joint.reshape(rows, -1)
+            out = np.empty((codes.shape[0], joint.shape[1]))
+            step = max(1, (1 << 22) // max(rows * joint.shape[1], 1))
+            others = [j for j in range(len(dom)) if j not in idx]
+            for s in range(0, codes.shape[0], step):
+                c = codes[s : s + step]
+                base = np.broadcast_to(logw, (c.shape[0], rows)).copy()
+                for j in others:
+                    base += logP[:, offsets[j] + c[:, j].astype(np.intp)].T
+                t = base[:, :, None] + joint[None]
+                top = t.max(axis=1, keepdims=True)
+                top = np.where(np.isfinite(top), top, 0.0)
+                with np.errstate(divide="ignore"):
+                    out[s : s + step] = np.log(np.exp(t - top).sum(axis=1)) + top[:, 0]
+            return out.reshape((codes.shape[0], *sizes))
+
+        return conditional
 
     # ------------------------------------------------------------------ privacy
     def cliques_touched(self, ids: np.ndarray | Sequence[int]) -> int:

@@ -23,6 +23,7 @@ import numpy as np
 
 from ...dataset import Dataset, _smallest_int_dtype
 from ...domain import Domain
+from ..repair import factors_log_conditional
 from .factor import Factor, align
 from .inference import BeliefPropagation, marginal
 from .junction_tree import JunctionTree, build_junction_tree
@@ -127,17 +128,7 @@ class GraphicalModel:
         codes = np.asarray(codes)
         if codes.ndim != 2 or codes.shape[1] != len(self.domain):
             raise ValueError(f"codes must have one column per attribute ({len(self.domain)}), got shape {codes.shape}")
-        k = codes.shape[0]
-        out = np.zeros((k, *(self.domain[a].size for a in attrs)))
-        for clique, th in zip(self.tree.cliques, self.theta):
-            inside = [a for a in attrs if a in clique]
-            if not inside:
-                continue
-            rest = [a for a in clique if a not in inside]
-            t = th.transpose([clique.index(a) for a in (*rest, *inside)])
-            sliced = t[tuple(codes[:, self.domain.index(a)].astype(np.intp) for a in rest)] if rest else t[None]
-            out += sliced.reshape((sliced.shape[0], *(self.domain[a].size if a in clique else 1 for a in attrs)))
-        return out
+        return factors_log_conditional(self.domain, zip(self.tree.cliques, self.theta), attrs, codes)
 
     # -- synthetic data (Algorithms 7-8) ---------------------------------------
     def synthesis_plan(self) -> list[tuple[str, tuple[str, ...], int]]:
