@@ -24,12 +24,12 @@ import numpy as np
 import pytest
 
 from margsynth import Dataset, Domain
-from margsynth.inference.gum import GUM, targets_log_conditional
+from margsynth.inference.gum import GUM
 from margsynth.inference.pgm import GraphicalModel, estimation
 from margsynth.inference.pgm.factor import Factor
 from margsynth.inference.pgm.junction_tree import build_junction_tree
 from margsynth.inference.pgm.measurement import Measurement
-from margsynth.inference.repair import dependents, enforce, redraw, reject
+from margsynth.inference.repair import dependents, enforce, marginals_log_conditional, redraw, reject
 from margsynth.mechanisms import baselines
 from margsynth.mechanisms.compression import Compression
 from margsynth.mechanisms.queries import MarginalQueries
@@ -269,7 +269,7 @@ def test_targets_conditional_is_the_conditional_of_the_decomposable_model(attrs)
     targets = [(("a", "b"), n * joint.sum(axis=(2, 3))), (("a", "c"), n * joint.sum(axis=(1, 3))),
                (("d",), n * joint.sum(axis=(0, 1, 2)))]  # fmt: skip
     records = np.array(list(itertools.product(*(range(s) for s in dom.shape))))
-    _assert_is_conditional(targets_log_conditional(dom, targets)(attrs, records), records, joint, dom, attrs)
+    _assert_is_conditional(marginals_log_conditional(dom, targets)(attrs, records), records, joint, dom, attrs)
 
 
 def test_gum_with_rules_redraws_from_the_targets_conditional():

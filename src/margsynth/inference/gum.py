@@ -46,7 +46,7 @@ one marginal's attributes), or one no target holds, so the final records are fix
 Private-PGM's are: each offending record gets the attribute each broken rule determines
 drawn again, among the values every rule allows, from its conditional given the record's
 other attributes under the targets (:func:`~margsynth.inference.repair.redraw`;
-:func:`targets_log_conditional`: the targets that hold the attribute, joined as a
+:func:`~margsynth.inference.repair.marginals_log_conditional`: the targets that hold the attribute, joined as a
 decomposable model whose cliques meet only in it), and a record that leaves unfixed gets
 the attributes of its broken rules redrawn weighted by the targets' one-way marginals
 (:func:`~margsynth.inference.repair.repair`). The number of records stays ``n``. Rules are
@@ -67,9 +67,9 @@ from ..domain import Domain
 from ..rules import RuleSet, as_rules
 from ..timing import Stopwatch
 from .consistency import project_nonnegative
-from .repair import enforce, factors_log_conditional
+from .repair import enforce, marginals_log_conditional
 
-__all__ = ["GUM", "GUMResult", "gum", "normalise_marginals", "targets_log_conditional"]
+__all__ = ["GUM", "GUMResult", "gum", "normalise_marginals"]
 
 _UPDATES = ("gum", "mcf")
 _ORDERS = ("random", "given", "error")
@@ -134,46 +134,6 @@ def normalise_marginals(marginals: Any, domain: Domain) -> list[tuple[tuple[str,
             raise ValueError(f"marginal {i} over {c}: non-finite entries")
         out.append((c, arr))
     return out
-
-
-def targets_log_conditional(domain: Domain, targets: Iterable[tuple[tuple[str, ...], np.ndarray]]):
-    """``conditional(attrs, codes)`` for :func:`~margsynth.inference.repair.redraw`: per record
-    (``codes``: one column per attribute of ``domain``) the log weight of each joint value of
-    ``attrs`` given the record's other attributes, under the marginals ``targets`` (``(clique,
-    table)``, each table counting the same records). With ``T_a`` the targets that hold an
-    attribute ``a`` of ``attrs``, the weight is ``prod_{C in T} t_C(x_C) / prod_a t_a(x_a)^(|T_a| - 1)``
-    over the targets ``T`` that meet ``attrs`` (``t_a``: the one-way marginal they imply, their
-    mean): the full conditional of the decomposable model whose cliques are those targets
-    and meet only in ``a`` (Lauritzen, *Graphical Models*, 1996, §4.4: ``p = prod p_C /
-    prod p_S``), the closest the targets alone say to a graphical model's conditional. A cell
-    a target holds at zero gets a weight ``1e-12`` of the table's mass, not zero: the targets
-    are noisy, and the rules themselves mark the impossible values."""
-    items = [(tuple(c), np.asarray(t, dtype=np.float64).reshape(domain.project(c).shape)) for c, t in targets]
-    floor = 1e-12
-    logs = [(c, np.log(np.maximum(t / max(float(t.sum()), 1e-300), floor))) for c, t in items]
-    one_way: dict[str, np.ndarray] = {}
-    holders: dict[str, int] = {}
-    for c, t in items:
-        for i, a in enumerate(c):
-            m = t.sum(axis=tuple(j for j in range(len(c)) if j != i))
-            one_way.setdefault(a, np.zeros(domain[a].size))
-            one_way[a] += m / max(float(m.sum()), 1e-300)
-            holders[a] = holders.get(a, 0) + 1
-    log_one = {a: np.log(np.maximum(v / holders[a], floor)) for a, v in one_way.items()}
-
-    def conditional(attrs: tuple[str, ...], codes: np.ndarray) -> np.ndarray:
-        attrs = tuple(attrs)
-        sizes = tuple(domain[a].size for a in attrs)
-        out = factors_log_conditional(domain, logs, attrs, codes)
-        for k, a in enumerate(attrs):
-            extra = holders.get(a, 0) - 1
-            if extra > 0:
-                shape = [1] * (len(attrs) + 1)
-                shape[k + 1] = sizes[k]
-                out -= extra * log_one[a].reshape(shape)
-        return out
-
-    return conditional
 
 
 def _target(counts: np.ndarray, n: int) -> np.ndarray:
@@ -403,7 +363,7 @@ class GUM:
         if rules is not None:
             weights = {a: self._one_way(domain, targets, a, n) for a in rules.attributes}
             synthetic, report = enforce(
-                synthetic, rules, rng, weights=weights, conditional=targets_log_conditional(domain, targets)
+                synthetic, rules, rng, weights=weights, conditional=marginals_log_conditional(domain, targets)
             )
         return GUMResult(synthetic, pd.DataFrame(rows), r, converged, asdict(self), report)
 

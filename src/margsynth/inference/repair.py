@@ -66,6 +66,7 @@ __all__ = [
     "dependents",
     "enforce",
     "factors_log_conditional",
+    "marginals_log_conditional",
     "one_way_weights",
     "redraw",
     "reject",
@@ -267,6 +268,50 @@ def factors_log_conditional(
         sliced = t[tuple(codes[:, domain.index(a)].astype(np.intp) for a in rest)] if rest else t[None]
         out += sliced.reshape((sliced.shape[0], *(domain[a].size if a in clique else 1 for a in attrs)))
     return out
+
+
+def marginals_log_conditional(domain: Domain, targets: Iterable[tuple[Sequence[str], np.ndarray]]):
+    """``conditional(attrs, codes)`` for :func:`~margsynth.inference.repair.redraw`: per record
+    (``codes``: one column per attribute of ``domain``) the log weight of each joint value of
+    ``attrs`` given the record's other attributes, under the marginals ``targets`` (``(clique,
+    table)``, each table counting the same records). With ``T_a`` the targets that hold an
+    attribute ``a`` of ``attrs``, the weight is ``prod_{C in T} t_C(x_C) / prod_a t_a(x_a)^(|T_a| - 1)``
+    over the targets ``T`` that meet ``attrs`` (``t_a``: the one-way marginal they imply, their
+    mean): the full conditional of the decomposable model whose cliques are those targets
+    and meet only in ``a`` (Lauritzen, *Graphical Models*, 1996, §4.4: ``p = prod p_C /
+    prod p_S``), the closest the targets alone say to a graphical model's conditional. A cell
+    a target holds at zero (or below: noisy counts) gets a weight ``1e-12`` of the table's
+    mass, not zero: the targets are noisy, and the rules themselves mark the impossible values.
+    Each table's axes follow its clique's order."""
+    items = [
+        (tuple(c), np.maximum(np.asarray(t, dtype=np.float64), 0.0).reshape(tuple(domain[a].size for a in c)))
+        for c, t in targets
+    ]
+    floor = 1e-12
+    logs = [(c, np.log(np.maximum(t / max(float(t.sum()), 1e-300), floor))) for c, t in items]
+    one_way: dict[str, np.ndarray] = {}
+    holders: dict[str, int] = {}
+    for c, t in items:
+        for i, a in enumerate(c):
+            m = t.sum(axis=tuple(j for j in range(len(c)) if j != i))
+            one_way.setdefault(a, np.zeros(domain[a].size))
+            one_way[a] += m / max(float(m.sum()), 1e-300)
+            holders[a] = holders.get(a, 0) + 1
+    log_one = {a: np.log(np.maximum(v / holders[a], floor)) for a, v in one_way.items()}
+
+    def conditional(attrs: tuple[str, ...], codes: np.ndarray) -> np.ndarray:
+        attrs = tuple(attrs)
+        sizes = tuple(domain[a].size for a in attrs)
+        out = factors_log_conditional(domain, logs, attrs, codes)
+        for k, a in enumerate(attrs):
+            extra = holders.get(a, 0) - 1
+            if extra > 0:
+                shape = [1] * (len(attrs) + 1)
+                shape[k + 1] = sizes[k]
+                out -= extra * log_one[a].reshape(shape)
+        return out
+
+    return conditional
 
 
 def dependents(rules: RuleSet) -> dict[str, str]:

@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 
 from ..dataset import Dataset
-from ..inference.repair import enforce
+from ..inference.repair import enforce, marginals_log_conditional
 from ..privacy import BudgetLedger
 from ..rules import RuleSet
 from ..timing import Stopwatch, timed
@@ -568,12 +568,15 @@ class PrivateGSD(Mechanism):
     ) -> SynthesisResult:
         """MEASURE the count and every query once, then the genetic search, spending ``budget``.
 
-        ``rules`` (public, no budget): the search's ``n'`` rows are repaired before they are
-        scaled to the requested records — each row that breaks a rule gets the attributes of
-        its broken rules redrawn given its other attributes, weighted by the rows' own
-        one-way marginals (:func:`~margsynth.inference.repair.enforce`; ``extras["rules"]``) —
-        so every copy of a row obeys them. (The search itself is not constrained: its
-        fitness is the paper's.)"""
+        ``rules`` (public, no budget): the search's ``n'`` rows are fixed before they are
+        scaled to the requested records — each row that breaks a rule gets the attribute each
+        broken rule determines redrawn, among the values every rule allows, from its
+        conditional given the row's other attributes under the measured marginals
+        (:func:`~margsynth.inference.repair.marginals_log_conditional`, the noisy counts with
+        their negative cells at zero), and a row that leaves unfixed the attributes of its
+        broken rules redrawn weighted by the rows' own one-way marginals
+        (:func:`~margsynth.inference.repair.enforce`; ``extras["rules"]``) — so every copy of
+        a row obeys them. (The search itself is not constrained: its fitness is the paper's.)"""
         seconds: dict[str, float] = {}
         clock = Stopwatch()
         ledger = budget
@@ -601,7 +604,11 @@ class PrivateGSD(Mechanism):
         )
         report = None
         if rules is not None:
-            rows, report = enforce(Dataset._trusted(best, data.domain), rules, rng)
+            tables = [(c, meas.y[workload.starts[j] : workload.starts[j + 1]]) for j, c in enumerate(workload.cliques)]
+            rows, report = enforce(
+                Dataset._trusted(best, data.domain), rules, rng,
+                conditional=marginals_log_conditional(data.domain, tables),
+            )  # fmt: skip
             best = np.asarray(rows.codes, dtype=best.dtype)
         synth = Dataset._trusted(scale_rows(best, records, rng).astype(data.codes.dtype), data.domain)
         seconds["total"] = clock.elapsed()
