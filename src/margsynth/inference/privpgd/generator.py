@@ -76,9 +76,11 @@ budget): each projected measure over attributes that hold a rule is projected on
 allowed cells (forbidden cells emptied, the rest rescaled: :meth:`~margsynth.rules.RuleSet.project`)
 before quantization, so the particles are never pulled towards a forbidden cell of a
 marginal they fit; after finalization the records that still break a rule (across
-marginals, or a rule no measured marginal holds) get the attributes of their broken rules
-redrawn from their conditional given the rest, weighted by the projected measures' one-way
-marginals (:func:`~margsynth.inference.repair.enforce`). The number of records stays.
+marginals, or a rule no measured marginal holds) get the attribute each broken rule
+determines redrawn from its conditional given the rest under the projected measures
+(:func:`~margsynth.inference.repair.marginals_log_conditional`), and what that leaves the
+attributes of its broken rules redrawn weighted by the measures' one-way marginals
+(:func:`~margsynth.inference.repair.enforce`). The number of records stays.
 """
 
 from __future__ import annotations
@@ -96,7 +98,7 @@ from ...privacy import NoisyMarginals
 from ...rules import RuleSet, as_rules
 from ...timing import timed
 from ..generated import Generated
-from ..repair import enforce
+from ..repair import enforce, marginals_log_conditional
 from ..torch_utils import resolve_device
 from .constraints import ThresholdPenalty
 from .embedding import clique_centres
@@ -277,5 +279,6 @@ class PrivPGDGenerator:
         if rules is not None:
             weights = one_way_measures(probs, cliques, sizes)
             weights = {a: weights[domain.index(a)] for a in rules.attributes}
-            synth, extras["rules"] = enforce(synth, rules, rng, weights=weights)
+            conditional = marginals_log_conditional(domain, list(zip(marginals.cliques, probs)))
+            synth, extras["rules"] = enforce(synth, rules, rng, weights=weights, conditional=conditional)
         return Generated(synth, extras, seconds)
