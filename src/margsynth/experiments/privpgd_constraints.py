@@ -29,8 +29,9 @@ Profiles: ``quick`` — titanic, eps = 2.5, 1 seed, gamma in {0, 1, 10, 100} (on
 decade: the trend of Figure 3 at a glance), PrivPGD ``fast`` with 10,000 particles, 40 epochs
 (lr x0.75 every 4) and 150 projection iterations (lr x0.8 every 10, the ``fast`` preset's
 schedule in half the steps), the runs on two worker processes (about a minute of CPU);
-``full`` — adult, eps = 2.5, 3 seeds, gamma in {0, 0.1, 0.3, 1, 3, 10, 30, 100}, the paper's default hyperparameters (about 30-45 min
-per run on the 2-core CPU: ~15 h in all; use a GPU or a Dask cluster).
+``full`` — adult, eps = 2.5, 3 seeds, gamma in {0, 0.1, 0.3, 1, 3, 10, 30, 100}, the paper's default hyperparameters (4.5-13
+minutes of wall time per run with two runs sharing 2 cores, 1.7 h for all 24 with ``workers=2``; the
+tables of that run are the published snapshot, :mod:`margsynth.experiments.snapshots`).
 """
 
 from __future__ import annotations
