@@ -53,8 +53,11 @@ quality SDNist's k-marginal score, ``margsynth.metrics.kmarginal``; see
 docs/notes/sdnist_kmarginal.md). Printed per run: wall and CPU seconds (a run past the
 timeout prints ``> T s`` and has no quality), quality, rounds, and whether old and new
 selected the same cliques; per (dataset, ε) the old / new ratios of wall and CPU time over
-the seeds both finished. ``python benchmarks/bench_aim.py --epsilons 1 2.5 10 --old-src
-/tmp/aim-old/src [--datasets adult ma2018] [--seeds 0 1 2] [--timeout 600]``.
+the seeds both finished. ``--presets default fast`` runs this tree's AIM once per named
+preset of the registry (``create("aim", preset=NAME)``; ``"default"`` is ``AIM()``, the
+old code's only setting), each beside the same old run. ``python benchmarks/bench_aim.py
+--epsilons 1 2.5 10 --old-src /tmp/aim-old/src [--presets default fast] [--datasets adult
+ma2018] [--seeds 0 1 2] [--timeout 600]``.
 
 Run: ``python benchmarks/bench_aim.py --seeds 0 1 2 [--paths reference fast exact] [--convergence]
 [--before-src DIR] [--repeat K] [--mst] [--verbose]``.
@@ -212,10 +215,13 @@ def _worker(path: str, seed: int, epsilon: float, delta: float, verbose: bool, c
     print("RESULT " + json.dumps(out), flush=True)
 
 
-def _version_worker(dataset: str, seed: int, epsilon: float) -> None:
-    """One AIM() run of whatever ``margsynth`` is first on the path (this tree or ``--old-src``),
-    on ``dataset`` (adult or ma2018 through the raw path); prints one JSON line."""
+def _version_worker(dataset: str, seed: int, epsilon: float, preset: str = "default") -> None:
+    """One AIM run of whatever ``margsynth`` is first on the path (this tree or ``--old-src``),
+    on ``dataset`` (adult or ma2018 through the raw path), with the registry's ``preset``
+    (``"default"``: ``AIM()``, which the old code knows without presets); prints one JSON line."""
     from margsynth.timing import Stopwatch
+
+    kw = {} if preset == "default" else {"preset": preset}
 
     if dataset == "adult":
         from margsynth.data import load
@@ -224,7 +230,7 @@ def _version_worker(dataset: str, seed: int, epsilon: float) -> None:
 
         data = load("adult")
         clock = Stopwatch()
-        res = create("aim").run(data, epsilon, 1e-9, np.random.default_rng(seed))
+        res = create("aim", **kw).run(data, epsilon, 1e-9, np.random.default_rng(seed))
         wall, cpu = clock.elapsed(), clock.cpu()
         quality = tv_kway(data, res.synthetic, 3)
     else:
@@ -235,7 +241,7 @@ def _version_worker(dataset: str, seed: int, epsilon: float) -> None:
         table, dd = load_raw(dataset), load_data_dictionary(dataset)
         clock = Stopwatch()
         synthetic, report = synthesize(
-            table, nist_acs_schema(dataset, "nist-acs-21"), "aim", epsilon=epsilon, delta=1e-5, seed=seed
+            table, nist_acs_schema(dataset, "nist-acs-21"), "aim", epsilon=epsilon, delta=1e-5, seed=seed, **kw
         )
         wall, cpu = clock.elapsed(), clock.cpu()
         res = report["result"]
@@ -254,25 +260,31 @@ def _version_worker(dataset: str, seed: int, epsilon: float) -> None:
 
 
 def _versions(args) -> int:
-    """``--epsilons``: old against new per dataset, epsilon and seed (module docstring)."""
+    """``--epsilons``: old against new (one "new" per ``--presets`` name) per dataset, epsilon
+    and seed (module docstring)."""
     from margsynth.timing import Stopwatch
 
     if not args.old_src:
         raise SystemExit("--epsilons needs --old-src DIR (the src directory of the old code)")
-    sources = {"old": os.path.abspath(args.old_src), "new": os.path.join(os.path.dirname(__file__), "..", "src")}
+    here = os.path.join(os.path.dirname(__file__), "..", "src")
+    runs = {"old": (os.path.abspath(args.old_src), "default")}
+    runs.update({("new" if p == "default" else f"new {p}"): (here, p) for p in args.presets})
     metric = {"adult": "tv-3way", "ma2018": "k-marginal"}
     print(
-        f"AIM(), old ({sources['old']}) against new (this tree); seeds {args.seeds}; timeout {args.timeout:g} s; "
-        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the start"
+        f"AIM(), old ({runs['old'][0]}) against new (this tree; presets {', '.join(args.presets)}); seeds "
+        f"{args.seeds}; timeout {args.timeout:g} s; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} "
+        "cores at the start"
     )
+    width = max(len(k) for k in runs)
     for dataset in args.datasets:
         for eps in args.epsilons:
             print(f"\n{dataset}, eps={eps:g} ({metric[dataset]}; CPU s of the child process)", flush=True)
-            got: dict[str, list[dict | None]] = {"old": [], "new": []}
+            got: dict[str, list[dict | None]] = {k: [] for k in runs}
             for seed in args.seeds:
-                for name in ("old", "new"):
-                    env = {**os.environ, "PYTHONPATH": os.path.abspath(sources[name])}
-                    cmd = [sys.executable, os.path.abspath(__file__), "--version-worker", dataset, str(seed), repr(eps)]
+                for name, (src, preset) in runs.items():
+                    env = {**os.environ, "PYTHONPATH": os.path.abspath(src)}
+                    cmd = [sys.executable, os.path.abspath(__file__), "--version-worker", dataset, str(seed), repr(eps),
+                           preset]  # fmt: skip
                     before = resource.getrusage(resource.RUSAGE_CHILDREN)
                     clock = Stopwatch()
                     try:
@@ -286,44 +298,50 @@ def _versions(args) -> int:
                     child_cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
                     got[name].append(r)
                     if r is None:
-                        print(f"  seed={seed} {name}: > {args.timeout:g} s wall (stopped; {child_cpu:.0f} s CPU)",
+                        print(f"  seed={seed} {name:<{width}}: > {args.timeout:g} s wall (stopped; {child_cpu:.0f} s CPU)",
                               flush=True)  # fmt: skip
                         continue
                     sec = r["seconds"]
                     print(
-                        f"  seed={seed} {name}: {r['wall']:7.1f} s wall {r['cpu']:7.1f} s CPU (process "
+                        f"  seed={seed} {name:<{width}}: {r['wall']:7.1f} s wall {r['cpu']:7.1f} s CPU (process "
                         f"{clock.elapsed():.1f} / {child_cpu:.1f}); {metric[dataset]} {r['quality']:.4f}; "
                         f"{r['rounds']} rounds (select {sec.get('select', 0):.1f}, estimate {sec.get('estimate', 0):.1f}, "
                         f"generate {sec.get('generate', 0):.1f} s); final model {r['model_mb']:.1f} MB",
                         flush=True,
                     )
-                o, n = got["old"][-1], got["new"][-1]
-                if o and n:
-                    a, b = o["selected"], n["selected"]
-                    k = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None)
-                    same = (
-                        "same selections"
-                        if a == b
-                        else (f"selections differ from round {k + 1 if k is not None else min(len(a), len(b)) + 1}")
-                    )
-                    print(f"  seed={seed}: {same}; wall old/new {o['wall'] / n['wall']:.2f}x, "
-                          f"CPU {o['cpu'] / n['cpu']:.2f}x", flush=True)  # fmt: skip
-            both = [(o, n) for o, n in zip(got["old"], got["new"]) if o and n]
-            q = {k: [r["quality"] for r in v if r] for k, v in got.items()}
-            line = "  ".join(
-                f"{k}: {metric[dataset]} mean {np.mean(v):.4f} over {len(v)}" if v else f"{k}: none finished"
-                for k, v in q.items()
-            )
-            print(f"  {line}")
-            if both:
+                o = got["old"][-1]
+                for name in list(runs)[1:]:
+                    n = got[name][-1]
+                    if o and n:
+                        a, b = o["selected"], n["selected"]
+                        k = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None)
+                        same = (
+                            "same selections"
+                            if a == b
+                            else (f"selections differ from round {k + 1 if k is not None else min(len(a), len(b)) + 1}")
+                        )
+                        print(f"  seed={seed} old / {name}: {same}; wall {o['wall'] / n['wall']:.2f}x, "
+                              f"CPU {o['cpu'] / n['cpu']:.2f}x", flush=True)  # fmt: skip
+            for k, v in got.items():
+                q = [r["quality"] for r in v if r]
+                wall = [r["wall"] for r in v if r]
                 print(
-                    f"  ratio old/new (seeds both finished): wall {np.mean([o['wall'] / n['wall'] for o, n in both]):.2f}x, "
-                    f"CPU {np.mean([o['cpu'] / n['cpu'] for o, n in both]):.2f}x", flush=True,
-                )  # fmt: skip
-            late = [(s, n) for s, o, n in zip(args.seeds, got["old"], got["new"]) if o is None and n is not None]
-            if late:
-                lower = ", ".join(f"seed {s}: > {args.timeout / n['wall']:.1f}x" for s, n in late)
-                print(f"  old past the timeout, new finished: wall ratio {lower}", flush=True)
+                    f"  {k:<{width}}: "
+                    + (f"{metric[dataset]} mean {np.mean(q):.4f}, wall mean {np.mean(wall):.1f} s over {len(q)}"
+                       if q else "none finished")  # fmt: skip
+                )
+            for name in list(runs)[1:]:
+                both = [(o, n) for o, n in zip(got["old"], got[name]) if o and n]
+                if both:
+                    print(
+                        f"  ratio old / {name} (seeds both finished): wall "
+                        f"{np.mean([o['wall'] / n['wall'] for o, n in both]):.2f}x, "
+                        f"CPU {np.mean([o['cpu'] / n['cpu'] for o, n in both]):.2f}x", flush=True,
+                    )  # fmt: skip
+                late = [(s, n) for s, o, n in zip(args.seeds, got["old"], got[name]) if o is None and n is not None]
+                if late:
+                    lower = ", ".join(f"seed {s}: > {args.timeout / n['wall']:.1f}x" for s, n in late)
+                    print(f"  old past the timeout, {name} finished: wall ratio {lower}", flush=True)
     print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
     return 0
 
@@ -377,10 +395,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--old-src", metavar="DIR", help="versions mode: the src directory of the old code")
     ap.add_argument("--timeout", type=float, default=600.0, help="versions mode: seconds per run (default 600)")
     ap.add_argument("--worker", nargs=2, metavar=("PATH", "SEED"), help=argparse.SUPPRESS)
-    ap.add_argument("--version-worker", nargs=3, metavar=("DATASET", "SEED", "EPS"), help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--presets", nargs="+", default=["default"], metavar="NAME",
+        help="versions mode: the registry presets of AIM run as 'new' (default: default; e.g. default fast)",
+    )  # fmt: skip
+    ap.add_argument("--version-worker", nargs=4, metavar=("DATASET", "SEED", "EPS", "PRESET"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.version_worker:
-        _version_worker(args.version_worker[0], int(args.version_worker[1]), float(args.version_worker[2]))
+        w = args.version_worker
+        _version_worker(w[0], int(w[1]), float(w[2]), w[3])
         return 0
     if args.epsilons:
         return _versions(args)

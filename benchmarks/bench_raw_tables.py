@@ -81,6 +81,7 @@ import argparse
 import importlib.util
 import itertools
 import json
+import math
 import os
 import statistics
 import sys
@@ -349,8 +350,10 @@ def _rules(args) -> int:
                     wo = statistics.fmean(r["wall"] for r in runs["without"])
                     cw = statistics.fmean(r["cpu"] for r in runs["with"])
                     co = statistics.fmean(r["cpu"] for r in runs["without"])
-                    print(f"  {'':4s} {mech:11s} with/without: score {sw - so:+.1f} points, wall x{ww / wo:.2f}, "
-                          f"cpu x{cw / co:.2f}")  # fmt: skip
+                    diffs = [a["score"] - b["score"] for a, b in zip(runs["with"], runs["without"])]
+                    se = statistics.stdev(diffs) / math.sqrt(len(diffs)) if len(diffs) > 1 else float("nan")
+                    print(f"  {'':4s} {mech:11s} with/without: score {sw - so:+.1f} points (+- {se:.1f}, the standard "
+                          f"error of the seeds' differences), wall x{ww / wo:.2f}, cpu x{cw / co:.2f}")  # fmt: skip
                     where = f"{name}/{named}/eps {eps:g}/{mech}"
                     left = {k: v for r in runs["with"] for k, v in r["broken"].items() if v}
                     if left:

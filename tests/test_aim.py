@@ -222,3 +222,35 @@ def test_round_fits_are_at_least_as_converged_as_the_published_estimator(data, m
     assert len(checked) >= 4  # the one-way fit, rounds, the final fit
     for ours, theirs in checked:
         assert ours <= theirs * (1 + 1e-9) + 1e-9
+
+
+def test_presets_default_is_the_published_aim_and_fast_bounds_the_cost():
+    from margsynth.mechanisms.aim import PRESETS
+    from margsynth.mechanisms.registry import create
+
+    assert create("aim") == AIM() == PRESETS["default"]
+    fast = create("aim", preset="fast")
+    assert fast == PRESETS["fast"]
+    assert (fast.max_model_size, fast.iters, fast.generator.iters) == (10.0, 50, 100)
+    assert (fast.workload, fast.rounds, fast.alpha, fast.conversion) == (None, None, 0.9, "cks")  # the rest as AIM
+    # overrides replace the preset's fields, of AIM and of its final fit
+    tuned = create("aim", preset="fast", max_model_size=20.0, **{"generator.iters": 7})
+    assert (tuned.max_model_size, tuned.iters, tuned.generator.iters) == (20.0, 50, 7)
+    assert create("aim", preset="fast", gap_tol=1e-3).generator.gap_tol == 1e-3
+    with pytest.raises(ValueError, match="unknown preset 'huge'; expected one of \\['default', 'fast'\\]"):
+        create("aim", preset="huge")
+    with pytest.raises(ValueError, match="bad parameters"):
+        create("aim", preset="fast", colour=1)
+
+
+def test_fast_preset_runs_its_iterations_and_spends_the_budget(data):
+    from margsynth.mechanisms.aim import PRESETS
+
+    res = PRESETS["fast"].run(data, 2.0, 1e-6, np.random.default_rng(3))
+    rho = zcdp_rho(2.0, 1e-6, conversion="cks")
+    assert sum(r["cost"] for r in res.ledger) <= rho
+    assert sum(r["cost"] for r in res.ledger) == pytest.approx(rho, rel=1e-9)
+    assert res.extras["rounds"] >= 1
+    assert all(t["iterations"] == 50 for t in res.extras["trace"])
+    for t in res.extras["trace"]:
+        assert t["model_mb"] <= 10.0 * t["budget_used"] + 1e-12

@@ -285,3 +285,14 @@ def test_privpgd_preset_and_device_flags(tmp_path, capsys):
     assert main(["synth", "mst", "--device", "cpu", *args[2:]]) == 2
     assert "takes no --device" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_aim_fast_preset_from_the_command_line(tmp_path):
+    out = tmp_path / "aim.csv"
+    args = ["synth", "aim", "--dataset", "titanic", "--epsilon", "1", "--delta", "1e-5", "--out", str(out),
+            "--allow-surrogate", "--preset", "fast"]  # fmt: skip
+    assert main(args) == 0
+    side = json.loads((tmp_path / "aim.csv.json").read_text())
+    p = side["parameters"]
+    assert (p["max_model_size"], p["iters"], p["generator"]["iters"]) == (10.0, 50, 100)
+    assert side["epsilon_spent"] <= 1.0

@@ -47,7 +47,7 @@ import math
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -80,6 +80,7 @@ __all__ = [
     "check_seed",
     "current_memory_limit",
     "memory_limit",
+    "preset_of",
 ]
 
 
@@ -509,3 +510,17 @@ def largest(domain: Domain, k: int) -> tuple[str, ...]:
     marginal a mechanism that measures (or scores) all of them will allocate."""
     order = sorted(domain.names, key=lambda a: -domain[a].size)
     return tuple(order[: max(0, min(k, len(order)))])
+
+
+def preset_of(cls: type, presets: dict[str, Any], preset: str, overrides: dict[str, Any]):
+    """``presets[preset]`` with ``overrides`` replacing fields; ``ValueError`` naming an
+    unknown preset or field (the registry factories of AIM, RAP, GEM and Private-GSD)."""
+    if not isinstance(preset, str) or preset not in presets:
+        raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(presets)}")
+    known = {f.name for f in fields(cls)}
+    bad = sorted(set(overrides) - known)
+    if bad:
+        raise ValueError(
+            f"unknown {getattr(cls, 'name', cls.__name__)} parameter(s) {bad}; expected some of {sorted(known)}"
+        )
+    return replace(presets[preset], **overrides)

@@ -45,13 +45,12 @@ from ..inference.torch_utils import resolve_device, with_torch_threads
 from ..privacy import BudgetLedger
 from ..rules import RuleSet
 from ..timing import Stopwatch, timed
-from .base import Mechanism, SynthesisResult, bounded_records, check_positive_int
+from .base import Mechanism, SynthesisResult, bounded_records, check_positive_int, preset_of
 from .queries import (
     MarginalQueries,
     clique_scores,
     measure_queries,
     measure_total,
-    preset_of,
     query_scores,
     select_queries,
 )

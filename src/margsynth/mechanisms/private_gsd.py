@@ -64,8 +64,9 @@ from .base import (
     check_conversion,
     check_positive_int,
     check_records,
+    preset_of,
 )
-from .queries import MarginalQueries, check_workload_fits, measure_queries, measure_total, preset_of
+from .queries import MarginalQueries, check_workload_fits, measure_queries, measure_total
 
 __all__ = [
     "KINDS",

@@ -48,7 +48,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -65,7 +65,6 @@ __all__ = [
     "MarginalQueries",
     "QueryMeasurement",
     "check_workload_fits",
-    "preset_of",
     "clique_scores",
     "measure_queries",
     "measure_total",
@@ -542,18 +541,3 @@ def check_workload_fits(
             "smaller degree, fewer or smaller attributes, or fewer synthetic rows"
         )
     return cells
-
-
-# ----------------------------------------------------------------------------- presets
-def preset_of(cls: type, presets: dict[str, Any], preset: str, overrides: dict[str, Any]):
-    """``presets[preset]`` with ``overrides`` replacing fields; ``ValueError`` naming an
-    unknown preset or field (the registry factories of RAP, GEM and Private-GSD)."""
-    if not isinstance(preset, str) or preset not in presets:
-        raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(presets)}")
-    known = {f.name for f in fields(cls)}
-    bad = sorted(set(overrides) - known)
-    if bad:
-        raise ValueError(
-            f"unknown {getattr(cls, 'name', cls.__name__)} parameter(s) {bad}; expected some of {sorted(known)}"
-        )
-    return replace(presets[preset], **overrides)

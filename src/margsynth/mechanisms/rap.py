@@ -53,13 +53,13 @@ from .base import (
     check_conversion,
     check_positive_int,
     check_records,
+    preset_of,
 )
 from .queries import (
     MarginalQueries,
     check_workload_fits,
     measure_queries,
     measure_total,
-    preset_of,
     query_scores,
     select_queries,
 )

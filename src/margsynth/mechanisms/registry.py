@@ -161,7 +161,10 @@ register(
     description="NIST-MST (§5): selection on public data (Algorithm 5), Eq. 5.1 noise, Private-PGM",
 )
 register(
-    "aim", "margsynth.mechanisms.aim:AIM", pgm=True, description="AIM (McKenna et al. 2022), all 3-way workload by default"
+    "aim",
+    "margsynth.mechanisms.aim:AIM.preset",
+    pgm=True,
+    description="AIM (McKenna et al. 2022), all 3-way workload by default (--preset default|fast)",
 )
 register(
     "independent",
