@@ -172,6 +172,8 @@ def test_vectorised_speed():
         {"growth_cap": 0.0},
         {"order": "sorted"},
         {"alpha": float("nan")},
+        {"lawful": "yes"},
+        {"lawful": 1},
     ],
 )
 def test_bad_hyperparameters(params):

@@ -134,6 +134,27 @@ def test_violations_mask_and_broken_agree_with_a_loop():
     assert rs.within(("size", "kids", "edu")).names == ("size>=kids", "edu3-kids3")
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_row_check_agrees_with_a_loop_over_the_rules(seed):
+    """The one-product row test (Private-GSD's lawful search) against each rule's table, on
+    random rules of one to three attributes, out of domain order."""
+    rng = np.random.default_rng(seed)
+    rules = []
+    for j in range(6):
+        attrs = tuple(rng.choice(DOM.names, size=int(rng.integers(1, 4)), replace=False))
+        allowed = rng.random(tuple(DOM[a].size for a in attrs)) < 0.8
+        allowed.flat[0] = True  # the set stays satisfiable at the first cell of each table
+        rules.append(Rule(attrs, allowed, f"r{j}"))
+    rs = RuleSet(rules)
+    data = _records(DOM, 400, seed)
+    obeys = rs.row_check(DOM)(data.codes)
+    for i, row in enumerate(data.codes):
+        rec = dict(zip(DOM.names, map(int, row)))
+        assert obeys[i] == all(_obeys(r, rec) for r in rs)
+    assert (obeys == ~rs.broken(data).any(axis=1)).all() and (~obeys).any() and obeys.any()
+    assert RuleSet().row_check(DOM)(data.codes).all()
+
+
 def test_coarsen_allows_a_merged_cell_when_some_original_cell_is_allowed():
     rng = np.random.default_rng(3)
     r = Rule(("age", "edu"), rng.random((5, 4)) < 0.4, "random")

@@ -39,7 +39,7 @@ from __future__ import annotations
 import json
 import math
 import string
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -429,6 +429,39 @@ class RuleSet:
     def violations(self, data: Dataset) -> dict[str, int]:
         """Per rule (by name, in order), the number of records of ``data`` that break it."""
         return {r.name: int(np.count_nonzero(r.broken(data))) for r in self.rules}
+
+    def row_check(self, domain: Domain) -> Callable[[np.ndarray], np.ndarray]:
+        """A vectorised test of raw code rows: the returned ``obeys(codes)`` takes an ``(k, d)``
+        integer array over ``domain``'s attributes (in its order) and returns, per row, whether
+        it breaks no rule — :meth:`broken` without building a :class:`Dataset`, for a search
+        that tests a few rows many times (Private-GSD's constrained generations). Each rule's
+        cell is one flat index, ``codes @ strides + offset``, into the rules' forbidden cells
+        laid end to end (one matrix product for all rules)."""
+        self.validate(domain)
+        names = list(domain.names)
+        strides = np.zeros((len(names), len(self.rules)), dtype=np.float64)
+        offsets = np.zeros(len(self.rules), dtype=np.int64)
+        flat, at = [], 0
+        for j, r in enumerate(self.rules):
+            step = 1
+            for a, size in zip(reversed(r.attrs), reversed(r.shape)):
+                strides[names.index(a), j] = step
+                step *= size
+            offsets[j] = at
+            flat.append(~r.allowed.ravel())
+            at += r.allowed.size
+        forbidden = np.concatenate(flat) if flat else np.zeros(0, dtype=bool)
+        if at >= 2**53:  # float64 products stay exact below 2**53
+            raise ValueError(f"rules: {at:,} cells in all are too many for a row check")
+
+        def obeys(codes: np.ndarray) -> np.ndarray:
+            codes = np.asarray(codes)
+            if not len(self.rules):
+                return np.ones(codes.shape[0], dtype=bool)
+            cells = (codes.astype(np.float64) @ strides).astype(np.int64) + offsets
+            return ~forbidden[cells].any(axis=1)
+
+        return obeys
 
     def mask(self, attrs: Sequence[str], domain: Domain) -> np.ndarray | None:
         """The allowed cells of the table over ``attrs`` (axes in that order) under every rule

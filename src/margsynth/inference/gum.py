@@ -41,16 +41,22 @@ Rules (:mod:`margsynth.rules`; ``synthesize(..., rules=...)``, not in PrivSyn): 
 attributes that hold a rule is first projected onto the allowed cells — its forbidden cells
 emptied and the allowed ones rescaled to the same total (the closest table in
 Kullback-Leibler divergence with those zeros, :meth:`~margsynth.rules.RuleSet.project`), so GUM never pulls records into a forbidden
-cell of a marginal it matches; records can still break a rule across marginals (edits of
-one marginal's attributes), or one no target holds, so the final records are fixed as
-Private-PGM's are: each offending record gets the attribute each broken rule determines
-drawn again, among the values every rule allows, from its conditional given the record's
-other attributes under the targets (:func:`~margsynth.inference.repair.redraw`;
+cell of a marginal it matches. Records that break a rule are fixed as Private-PGM's are:
+each offending record gets the attribute each broken rule determines drawn again, among the
+values every rule allows, from its conditional given the record's other attributes under
+the targets (:func:`~margsynth.inference.repair.redraw`;
 :func:`~margsynth.inference.repair.marginals_log_conditional`: the targets that hold the attribute, joined as a
 decomposable model whose cliques meet only in it), and a record that leaves unfixed gets
 the attributes of its broken rules redrawn weighted by the targets' one-way marginals
-(:func:`~margsynth.inference.repair.repair`). The number of records stays ``n``. Rules are
-public: no budget.
+(:func:`~margsynth.inference.repair.repair`). **Lawful GUM** (``lawful=True``, the default
+with rules) fixes the records once, at the start — the independent 1-way draws break
+nearly every rule — and then keeps them lawful: a move that changes a record's values
+of the marginal being matched is undone where the record would then break a rule (a
+duplicated record copies one that obeys them all). GUM's later moves then match the targets
+among lawful records, instead of matching them first and moving records off the targets at
+the end (``lawful=False``, where moves across marginals and rules no target holds leave
+records to the final fix). The final fix still runs, and finds nothing to do. The number
+of records stays ``n``. Rules are public: no budget.
 """
 
 from __future__ import annotations
@@ -255,6 +261,10 @@ class GUM:
         ``α`` times their gap by changing records. ``None``: no cap.
     max_mcf_arcs:
         Refuse an MCF update whose bipartite graph would have more arcs than this.
+    lawful:
+        With rules: start from records that obey them and undo every change of a move that
+        would make its record break one (module docstring). ``False``: GUM as published,
+        the records fixed only at the end. Without rules it has no effect.
     """
 
     alpha: float = 1.0
@@ -267,6 +277,7 @@ class GUM:
     order: str = "random"
     growth_cap: float | None = None
     max_mcf_arcs: int = 4_000_000
+    lawful: bool = True
 
     def __post_init__(self) -> None:
         def num(name, lo, hi, lo_open=True):
@@ -293,6 +304,8 @@ class GUM:
             raise ValueError(f"GUM order must be one of {_ORDERS}, got {self.order!r}")
         if self.update not in _UPDATES:
             raise ValueError(f"GUM update must be one of {_UPDATES}, got {self.update!r}")
+        if not isinstance(self.lawful, (bool, np.bool_)):
+            raise ValueError(f"GUM lawful must be True or False, got {self.lawful!r}")
 
     # ------------------------------------------------------------------ public
     def synthesize(
@@ -333,6 +346,21 @@ class GUM:
         else:
             codes = self._initialise(domain, targets, n, rng)
         plans = [self._plan(domain, c) for c, _ in targets]
+        obeys, start, undone = None, None, [0]
+        if rules is not None and self.lawful:
+            test = rules.row_check(domain)
+
+            def obeys(rows: np.ndarray) -> np.ndarray:  # the row test, counting the moves it undoes
+                ok = test(rows)
+                undone[0] += int(ok.size - np.count_nonzero(ok))
+                return ok
+
+            fixed, start = enforce(
+                Dataset._trusted(codes, domain), rules, rng,
+                weights=lambda: {a: self._one_way(domain, targets, a, n) for a in rules.attributes},
+                conditional=marginals_log_conditional(domain, targets),
+            )  # fmt: skip
+            codes = np.asarray(fixed.codes, dtype=np.int64, order="F").copy()
 
         rows = []
         clock = Stopwatch()
@@ -350,7 +378,7 @@ class GUM:
                 order = range(len(targets))
             changed = 0
             for k in order:
-                changed += self._update(codes, plans[k], targets[k][1], alpha, rng)
+                changed += self._update(codes, plans[k], targets[k][1], alpha, rng, obeys)
             tvs = self._tvs(codes, plans, targets, n)
             rows.append(self._row(r, alpha, changed, n, tvs, clock))
             if changed < self.tol * n:
@@ -365,6 +393,8 @@ class GUM:
             synthetic, report = enforce(
                 synthetic, rules, rng, weights=weights, conditional=marginals_log_conditional(domain, targets)
             )
+            if start is not None:  # lawful: the start's fix, and the moves undone on the way
+                report = {**report, "lawful": {"start": start, "undone": undone[0]}}
         return GUMResult(synthetic, pd.DataFrame(rows), r, converged, asdict(self), report)
 
     # ------------------------------------------------------------------ internals
@@ -422,9 +452,25 @@ class GUM:
             "seconds": clock.elapsed(),
         }
 
-    def _update(self, codes: np.ndarray, plan, target: np.ndarray, alpha: float, rng: np.random.Generator) -> int:
+    @staticmethod
+    def _set(codes: np.ndarray, rows: np.ndarray, cols: np.ndarray, vals, obeys) -> int:
+        """``codes[rows, cols] = vals``; with a row test ``obeys``, the rows it then rejects get
+        their old values back (lawful GUM). Returns how many rows changed."""
+        old = codes[np.ix_(rows, cols)] if obeys is not None else None
+        for j, c in enumerate(cols):
+            codes[rows, c] = vals[j]
+        if obeys is None:
+            return int(rows.size)
+        bad = ~obeys(codes[rows])
+        if bad.any():
+            codes[np.ix_(rows[bad], cols)] = old[bad]
+        return int(rows.size - bad.sum())
+
+    def _update(
+        self, codes: np.ndarray, plan, target: np.ndarray, alpha: float, rng: np.random.Generator, obeys=None
+    ) -> int:
         if self.update == "mcf":
-            return self._update_mcf(codes, plan, target, alpha, rng)
+            return self._update_mcf(codes, plan, target, alpha, rng, obeys)
         cols, shape, _ = plan
         idx = self._cells(codes, plan)
         syn = np.bincount(idx, minlength=target.size)
@@ -458,12 +504,13 @@ class GUM:
             change[np.flatnonzero(has)] = False
         ch = np.flatnonzero(change)
         if ch.size:
-            vals = np.unravel_index(dest[ch], shape)
-            for j, c in enumerate(cols):
-                codes[movers[ch], c] = vals[j]
+            # a copy of a record already in the cell obeys the rules as that record does;
+            # a change of the marginal's attributes is undone where it breaks one
+            kept = GUM._set(codes, movers[ch], cols, np.unravel_index(dest[ch], shape), obeys)
+            return k - (ch.size - kept)
         return k
 
-    def _update_mcf(self, codes, plan, target, alpha, rng) -> int:
+    def _update_mcf(self, codes, plan, target, alpha, rng, obeys=None) -> int:
         from ortools.graph.python import min_cost_flow  # heavy (~0.15 s to import), and only update="mcf" needs it
 
         cols, shape, _ = plan
@@ -499,10 +546,7 @@ class GUM:
         flows = smcf.flows(np.arange(tails.size)).astype(np.int64)
         movers, _ = _pick_leaving(idx, leave, rng)  # grouped by increasing cell = arc tail order
         dest = np.repeat(under[heads - over.size], flows)
-        vals = np.unravel_index(dest, shape)
-        for j, c in enumerate(cols):
-            codes[movers, c] = vals[j]
-        return int(movers.size)
+        return GUM._set(codes, movers, cols, np.unravel_index(dest, shape), obeys)
 
 
 def gum(

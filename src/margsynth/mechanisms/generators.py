@@ -341,8 +341,9 @@ class GUMGenerator(GUM):
         """§4.3 then §5.2. ``consistent``: ``(targets, passes)`` already made consistent by
         the mechanism (PrivSyn does it in its MEASURE post-processing), used as given.
         ``extras``: ``consistency_iterations``, ``n_estimate``, ``gum_trace``, ``gum_converged``;
-        with ``rules``, ``rules`` (GUM's targets projected onto the allowed cells, the
-        records repaired: :meth:`~margsynth.inference.gum.GUM.synthesize`)."""
+        with ``rules``, ``rules`` (GUM's targets projected onto the allowed cells; lawful GUM
+        by default — the start fixed, moves that would break a rule undone — else the
+        records fixed at the end: :meth:`~margsynth.inference.gum.GUM.synthesize`)."""
         n = check_records(records, columns=len(domain))
         note: dict[str, Any] = {}
         if consistent is None:

@@ -576,8 +576,15 @@ class PrivateGSD(Mechanism):
         (:func:`~margsynth.inference.repair.marginals_log_conditional`, the noisy counts with
         their negative cells at zero), and a row that leaves unfixed the attributes of its
         broken rules redrawn weighted by the rows' own one-way marginals
-        (:func:`~margsynth.inference.repair.enforce`; ``extras["rules"]``) — so every copy of
-        a row obeys them. (The search itself is not constrained: its fitness is the paper's.)"""
+        (:func:`~margsynth.inference.repair.enforce`) — then the search runs again from the
+        fixed rows as the elite, with the same operators, fitness and stopping rule, keeping
+        only candidates whose changed rows break no rule (a lawful search: the fix moved
+        values off the measured answers, the second search moves them back within the
+        rules). Every copy of a row obeys them. ``extras["rules"]``: the fix's report and the
+        lawful search's trace (``lawful_search``). The first search is the paper's,
+        unconstrained: single-value moves cannot carry a row across a rule's boundary (a
+        child to an adult changes the age, the marital status and the income together), so
+        a search confined to lawful rows from the start could not move such mass."""
         seconds: dict[str, float] = {}
         clock = Stopwatch()
         ledger = budget
@@ -610,7 +617,17 @@ class PrivateGSD(Mechanism):
                 Dataset._trusted(best, data.domain), rules, rng,
                 conditional=marginals_log_conditional(data.domain, tables),
             )  # fmt: skip
-            best = np.asarray(rows.codes, dtype=best.dtype)
+            # the search again from the fixed rows, keeping only candidates whose rows obey
+            # every rule: the fit the fix disturbed is searched for among lawful datasets
+            with timed(seconds, "lawful search"):
+                best, polish = self.search(
+                    cells, target, rng, start=np.asarray(rows.codes, dtype=best.dtype), obeys=rules.row_check(data.domain)
+                )
+            left = rules.violations(Dataset._trusted(best, data.domain))
+            if any(left.values()):  # by construction none: every kept candidate passed the row check
+                raise RuntimeError(f"Private-GSD's lawful search kept rows breaking rules: {left}")
+            lawful = {k: v for k, v in polish.items() if k != "fitness_history"}
+            report = {**report, "lawful_search": {**lawful, "fitness_start": polish["fitness_history"][0]}}
         synth = Dataset._trusted(scale_rows(best, records, rng).astype(data.codes.dtype), data.domain)
         seconds["total"] = clock.elapsed()
         return SynthesisResult.from_ledger(
@@ -620,14 +637,28 @@ class PrivateGSD(Mechanism):
         )  # fmt: skip
 
     def search(
-        self, cells: MarginalCells, target: np.ndarray, rng: np.random.Generator
+        self,
+        cells: MarginalCells,
+        target: np.ndarray,
+        rng: np.random.Generator,
+        *,
+        start: np.ndarray | None = None,
+        obeys: Any = None,
     ) -> tuple[np.ndarray, dict[str, Any]]:
         """The genetic search (post-processing of ``target``): returns the best ``(n', d)``
-        dataset and a trace (generations run, fitness history, stop reason)."""
+        dataset and a trace (generations run, fitness history, stop reason).
+
+        ``start``: an ``(n', d)`` dataset every elite member starts as (default: uniformly
+        random datasets). ``obeys``: a row test (:meth:`~margsynth.rules.RuleSet.row_check`);
+        a candidate with a row it rejects is never kept (its fitness is infinite), so a
+        search started from rows that pass stays among datasets whose every row passes."""
         from tqdm.auto import tqdm
 
         n, d = self.synthetic_rows, len(cells.sizes)
-        init = (rng.random((self.elite_size, n, d)) * cells.sizes).astype(np.int32)
+        if start is None:
+            init = (rng.random((self.elite_size, n, d)) * cells.sizes).astype(np.int32)
+        else:
+            init = np.repeat(np.asarray(start, dtype=np.int32)[None], self.elite_size, axis=0)
         state = GeneticState.start(cells, np.asarray(target, dtype=np.float64), init, self.loss)
         patience = self.patience or n
         history = [state.best_fitness]
@@ -642,7 +673,11 @@ class PrivateGSD(Mechanism):
                     rng, state, mutations=self.mutations, crossovers=self.crossovers,
                     rows_per_candidate=self.rows_per_candidate, whole_rows=self.whole_rows,
                 )  # fmt: skip
-                accepted += state.tell(prop, state.evaluate(prop))
+                fitness = state.evaluate(prop)
+                if obeys is not None:
+                    ok = obeys(prop.new.reshape(-1, d)).reshape(prop.new.shape[:2]).all(axis=1)
+                    fitness = np.where(ok, fitness, np.inf)
+                accepted += state.tell(prop, fitness)
                 if g % patience == 0:
                     f = state.best_fitness
                     history.append(f)
