@@ -373,6 +373,33 @@ def test_mixture_conditional_is_the_brute_force_conditional(attrs, weighted):
     _assert_is_conditional(cond(attrs, records), records, joint, dom, attrs)
 
 
+def test_mixture_conditional_survives_terms_below_the_smallest_double():
+    """The matrix-product sum of the conditional underflows where every row gives a value
+    less than ~1e-308 of its best; those records are summed again in log space: the tiny
+    values keep their (finite) log mass, and a value no row can draw keeps none."""
+    dom = Domain.from_sizes({"a": 3, "b": 3, "c": 2})
+    workload = MarginalQueries(dom, [("a", "b"), ("c",)])
+    tiny = 1e-200
+    rows = [
+        [1 - 2 * tiny, tiny, tiny, 1 - 2 * tiny, tiny, tiny, 0.5, 0.5],
+        [1 - tiny, tiny, 0.0, 1 - tiny, tiny, 0.0, 0.3, 0.7],
+    ]
+    probs = np.array(rows)
+    cond = workload.mixture_log_conditional(probs)
+    records = np.array([[0, 0, 1], [2, 1, 0]])
+    got = cond(("a", "b"), records)
+    with np.errstate(divide="ignore"):
+        logP = np.log(probs)
+    for i, rec in enumerate(records):
+        for va in range(3):
+            for vb in range(3):
+                terms = [np.log(0.5) + logP[r, va] + logP[r, 3 + vb] + logP[r, 6 + rec[2]] for r in range(2)]
+                want = np.logaddexp(*terms) if np.isfinite(terms).any() else -np.inf
+                assert got[i, va, vb] == pytest.approx(want, rel=1e-12) if np.isfinite(want) else got[i, va, vb] == -np.inf
+    assert np.isfinite(got[0, 1, 1]) and got[0, 1, 1] < -900  # 1e-400: below the smallest double, not zero
+    assert got[0, 2, 2] == pytest.approx(2 * np.log(0.5) + 2 * np.log(tiny), rel=1e-12)  # row 1 cannot draw 2
+
+
 def test_mixture_redraw_keeps_the_rows_the_rule_pairs():
     """Two product rows, one of young records without schooling, one of adults with: the
     rule "no schooling exactly under 1" holds in each row's typical records; rejection from

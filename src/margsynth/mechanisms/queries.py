@@ -338,7 +338,14 @@ class MarginalQueries:
         attributes, ``log sum_r w_r prod_{a in attrs} P_r(x_a) prod_{b not in attrs} P_r(x_b)``
         up to a constant per record (``P_r``: row ``r``'s product distribution, ``w_r`` its
         weight). Exact for the mixture :meth:`sample_records` draws from; computed in blocks
-        of records so that no temporary exceeds about 2^22 numbers."""
+        of records so that no temporary exceeds about 2^22 numbers. The sum over rows is one
+        matrix product per block, ``A @ B`` with ``A[i, r] = exp(b_ir + m_r - M_i)`` (``b_ir``:
+        the log weight of row ``r`` given record ``i``'s other attributes, ``m_r`` the largest
+        log probability row ``r`` gives a value of ``attrs``, ``M_i`` the largest
+        ``b_ir + m_r``) and ``B[r, v] = exp(log P_r(v) - m_r)``, both in ``[0, 1]``; a record
+        for which some value's sum underflows to 0 there (every row's term below ~1e-308) is
+        summed again term by term in log space, so a value gets no mass only where every row
+        gives it none."""
         P, w = self._normalised(probs, weights)
         with np.errstate(divide="ignore"):
             logP, logw = np.log(P), np.log(w)
@@ -355,19 +362,30 @@ class MarginalQueries:
                 shape[k + 1] = sizes[k]
                 joint = joint + logP[:, offsets[j] : offsets[j + 1]].reshape(shape)
             joint = joint.reshape(rows, -1)
+            rowmax = joint.max(axis=1)
+            live = np.isfinite(rowmax)  # a row giving every value of attrs probability 0 adds nothing
+            B = np.exp(joint[live] - rowmax[live, None])
             out = np.empty((codes.shape[0], joint.shape[1]))
-            step = max(1, (1 << 22) // max(rows * joint.shape[1], 1))
+            step = max(1, (1 << 22) // max(rows, joint.shape[1], 1))
             others = [j for j in range(len(dom)) if j not in idx]
             for s in range(0, codes.shape[0], step):
                 c = codes[s : s + step]
                 base = np.broadcast_to(logw, (c.shape[0], rows)).copy()
                 for j in others:
                     base += logP[:, offsets[j] + c[:, j].astype(np.intp)].T
-                t = base[:, :, None] + joint[None]
-                top = t.max(axis=1, keepdims=True)
+                a = base[:, live] + rowmax[live]
+                top = a.max(axis=1, keepdims=True) if a.shape[1] else np.full((c.shape[0], 1), -np.inf)
                 top = np.where(np.isfinite(top), top, 0.0)
+                total = np.exp(a - top) @ B
                 with np.errstate(divide="ignore"):
-                    out[s : s + step] = np.log(np.exp(t - top).sum(axis=1)) + top[:, 0]
+                    out[s : s + step] = np.log(total) + top
+                redo = np.flatnonzero((total <= 0).any(axis=1) & np.isfinite(a).any(axis=1))
+                for i in redo:  # an underflow: the exact sum in log space, one record at a time
+                    t = base[i][:, None] + joint
+                    m = t.max(axis=0)
+                    m = np.where(np.isfinite(m), m, 0.0)
+                    with np.errstate(divide="ignore"):
+                        out[s + i] = np.log(np.exp(t - m).sum(axis=0)) + m
             return out.reshape((codes.shape[0], *sizes))
 
         return conditional
