@@ -140,7 +140,7 @@ def test_bad_device_refused_before_any_noise(data):
 
 def test_registry_presets():
     m = create("gem", preset="fast", progress=False)
-    assert isinstance(m, GEM) and m.rounds == 15
+    assert isinstance(m, GEM) and m.rounds == 30 and m.batch_size == 300
     assert create("gem").batch_size == 1000
     assert create("gem", hidden=[64, 64]).hidden == (64, 64)
 
