@@ -263,7 +263,7 @@ def _privpgd_schema(schema: dict) -> dict:
 
 
 #: mechanisms with presets (``--preset``)
-PRESET_MECHANISMS = ("privpgd", "rap", "gem", "private-gsd")
+PRESET_MECHANISMS = ("privpgd", "rap", "gem", "private-gsd", "aim")
 #: ``--rules --mechanisms``: every registered mechanism that enforces rules and runs on a raw table
 #: without public data (NIST-MST needs its public table)
 RULE_MECHANISMS = ("mst", "independent", "aim", "mst-prop4", "adagrid", "privsyn-pgm", "privsyn", "mst-gum",
