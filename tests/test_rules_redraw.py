@@ -351,6 +351,8 @@ def test_lawful_gum_keeps_its_records_lawful_and_fits_as_well():
     assert error(res) < error(late)
     again = GUM().synthesize(dom, targets, 5000, np.random.default_rng(2), rules=rules)
     assert np.array_equal(again.synthetic.codes, res.synthetic.codes)
+    flow = GUM(update="mcf").synthesize(dom, targets, 5000, np.random.default_rng(2), rules=rules)  # §5.1's moves
+    assert flow.rules["broken"] == {"none under 1": 0, "some from 1": 0} and flow.rules["lawful"]["undone"] > 0
 
 
 @pytest.mark.parametrize("weighted", [False, True])
