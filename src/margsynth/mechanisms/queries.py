@@ -365,6 +365,7 @@ class MarginalQueries:
             rowmax = joint.max(axis=1)
             live = np.isfinite(rowmax)  # a row giving every value of attrs probability 0 adds nothing
             B = np.exp(joint[live] - rowmax[live, None])
+            drawable = np.isfinite(joint[live]).any(axis=0)  # values some row can draw (B may underflow)
             out = np.empty((codes.shape[0], joint.shape[1]))
             step = max(1, (1 << 22) // max(rows, joint.shape[1], 1))
             others = [j for j in range(len(dom)) if j not in idx]
@@ -379,7 +380,7 @@ class MarginalQueries:
                 total = np.exp(a - top) @ B
                 with np.errstate(divide="ignore"):
                     out[s : s + step] = np.log(total) + top
-                redo = np.flatnonzero((total <= 0).any(axis=1) & np.isfinite(a).any(axis=1))
+                redo = np.flatnonzero(((total <= 0) & drawable).any(axis=1) & np.isfinite(a).any(axis=1))
                 for i in redo:  # an underflow: the exact sum in log space, one record at a time
                     t = base[i][:, None] + joint
                     m = t.max(axis=0)
