@@ -349,6 +349,7 @@ class MarginalQueries:
         P, w = self._normalised(probs, weights)
         with np.errstate(divide="ignore"):
             logP, logw = np.log(P), np.log(w)
+        logPT = np.ascontiguousarray(logP.T)  # one column's values of every row, contiguous
         dom, offsets = self.domain, self.offsets
 
         def conditional(attrs: tuple[str, ...], codes: np.ndarray) -> np.ndarray:
@@ -373,7 +374,7 @@ class MarginalQueries:
                 c = codes[s : s + step]
                 base = np.broadcast_to(logw, (c.shape[0], rows)).copy()
                 for j in others:
-                    base += logP[:, offsets[j] + c[:, j].astype(np.intp)].T
+                    base += logPT[offsets[j] + c[:, j].astype(np.intp)]
                 a = base[:, live] + rowmax[live]
                 top = a.max(axis=1, keepdims=True) if a.shape[1] else np.full((c.shape[0], 1), -np.inf)
                 top = np.where(np.isfinite(top), top, 0.0)
