@@ -346,6 +346,14 @@ class GUM:
         else:
             codes = self._initialise(domain, targets, n, rng)
         plans = [self._plan(domain, c) for c, _ in targets]
+        def fix(data: Dataset) -> tuple[Dataset, dict[str, Any] | None]:
+            """The records made to obey the rules: redraw under the targets, then the repair."""
+            return enforce(
+                data, rules, rng,
+                weights=lambda: {a: self._one_way(domain, targets, a, n) for a in rules.attributes},
+                conditional=marginals_log_conditional(domain, targets),
+            )  # fmt: skip
+
         obeys, start, undone = None, None, [0]
         if rules is not None and self.lawful:
             test = rules.row_check(domain)
@@ -355,11 +363,7 @@ class GUM:
                 undone[0] += int(ok.size - np.count_nonzero(ok))
                 return ok
 
-            fixed, start = enforce(
-                Dataset._trusted(codes, domain), rules, rng,
-                weights=lambda: {a: self._one_way(domain, targets, a, n) for a in rules.attributes},
-                conditional=marginals_log_conditional(domain, targets),
-            )  # fmt: skip
+            fixed, start = fix(Dataset._trusted(codes, domain))
             codes = np.asarray(fixed.codes, dtype=np.int64, order="F").copy()
 
         rows = []
@@ -389,10 +393,7 @@ class GUM:
         synthetic = Dataset._trusted(codes.astype(dtype), domain)
         report = None
         if rules is not None:
-            weights = {a: self._one_way(domain, targets, a, n) for a in rules.attributes}
-            synthetic, report = enforce(
-                synthetic, rules, rng, weights=weights, conditional=marginals_log_conditional(domain, targets)
-            )
+            synthetic, report = fix(synthetic)
             if start is not None:  # lawful: the start's fix, and the moves undone on the way
                 report = {**report, "lawful": {"start": start, "undone": undone[0]}}
         return GUMResult(synthetic, pd.DataFrame(rows), r, converged, asdict(self), report)
