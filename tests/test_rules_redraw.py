@@ -13,7 +13,9 @@
 * with the PGM generator, the rules left out of the model keep the conditioning attribute's
   marginal exactly (rejection from the model does not), and every record obeys every rule
   over many seeds;
-* Private-PGM's placement takes the cheap rule sets first.
+* Private-PGM's placement takes the cheap rule sets first;
+* ``rebalance`` moves the redrawn attribute's one-way counts back to the generated ones by
+  changing only records the redraw left alone, largest gain first, keeping them lawful.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from margsynth.inference.pgm import GraphicalModel, estimation
 from margsynth.inference.pgm.factor import Factor
 from margsynth.inference.pgm.junction_tree import build_junction_tree
 from margsynth.inference.pgm.measurement import Measurement
-from margsynth.inference.repair import dependents, enforce, marginals_log_conditional, redraw, reject
+from margsynth.inference.repair import dependents, enforce, marginals_log_conditional, rebalance, redraw, reject
 from margsynth.mechanisms import baselines
 from margsynth.mechanisms.compression import Compression
 from margsynth.mechanisms.queries import MarginalQueries
@@ -405,8 +407,10 @@ def test_mixture_conditional_survives_terms_below_the_smallest_double():
 def test_mixture_redraw_keeps_the_rows_the_rule_pairs():
     """Two product rows, one of young records without schooling, one of adults with: the
     rule "no schooling exactly under 1" holds in each row's typical records; rejection from
-    the mixture would keep the rows' shares only where records obey, the redraw keeps the
-    age marginal exactly and fixes the education of the few that break it."""
+    the mixture would keep the rows' shares only where records obey. The sweep over the
+    broken rule's attributes changes only the records that break it, and keeps both rows'
+    shares (age's counts within sampling noise of the draws'); redrawing the dependent alone
+    keeps the age marginal exactly."""
     dom = Domain.from_sizes({"age": 2, "edu": 2})
     workload = MarginalQueries(dom, [("age", "edu")])
     probs = np.array([[0.95, 0.05, 0.9, 0.1], [0.05, 0.95, 0.1, 0.9]])
@@ -414,9 +418,110 @@ def test_mixture_redraw_keeps_the_rows_the_rule_pairs():
         Rule.conditional("none under 1", dom, {"age": [0]}, {"edu": [0]}),
         Rule.conditional("some from 1", dom, {"age": [1]}, {"edu": [1]}),
     ])  # fmt: skip
-    rng = np.random.default_rng(0)
-    plain = workload.sample_records(probs, 20_000, np.random.default_rng(0))
-    out, rep = workload.sample_obeying(probs, 20_000, rng, rules)
+    n = 20_000
+    plain = workload.sample_records(probs, n, np.random.default_rng(0))
+    out, rep = workload.sample_obeying(probs, n, np.random.default_rng(0), rules)
     assert rep["violations"] == {"none under 1": 0, "some from 1": 0}
-    assert rep["rejected"] == 0 and rep["redrawn"] > 0
-    assert np.array_equal(out.codes[:, 0], plain.codes[:, 0])
+    assert rep["rejected"] == 0 and rep["redrawn"] > 0 and rep["rebalanced"] == {}  # edu is a function of age
+    bad = rules.broken(plain).any(axis=1)
+    assert rep["redrawn"] == bad.sum() and np.array_equal(out.codes[~bad], plain.codes[~bad])
+    assert abs(int(out.marginal(("age",))[0]) - int(plain.marginal(("age",))[0])) < 4 * np.sqrt(n)
+    one, _ = enforce(plain, rules, np.random.default_rng(1), conditional=workload.mixture_log_conditional(probs))
+    assert np.array_equal(one.codes[:, 0], plain.codes[:, 0])
+
+
+def _mixture_case(seed: int):
+    """A product mixture over age, edu, z whose rows spread age and edu independently, and
+    the rule "no schooling under 1": its draws break the rule in the rows' young records."""
+    dom = Domain.from_sizes({"age": 3, "edu": 4, "z": 3})
+    workload = MarginalQueries(dom, [("age", "edu"), ("z",)])
+    rng = np.random.default_rng(seed)
+    probs = np.concatenate([rng.dirichlet(np.ones(s), size=6) for s in dom.shape], axis=1)
+    rules = RuleSet([Rule.conditional("no school under 1", dom, {"age": [0]}, {"edu": [0]})])
+    return dom, workload, probs, rules
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_rebalance_gives_back_the_drawn_counts_moving_only_untouched_records(seed):
+    dom, workload, probs, rules = _mixture_case(seed)
+    n = 3_000
+    drawn = workload.sample_records(probs, n, np.random.default_rng(seed))
+    cond = workload.mixture_log_conditional(probs)
+    plain, rep0 = enforce(drawn, rules, np.random.default_rng(7), conditional=cond)
+    kept, rep = enforce(drawn, rules, np.random.default_rng(7), conditional=cond, keep_counts=True)
+    assert "rebalanced" not in rep0 and rep["violations"] == {"no school under 1": 0}
+    redrawn = (plain.codes != drawn.codes).any(axis=1)
+    assert redrawn.sum() == rep["redrawn"] > 0
+    assert np.array_equal(kept.codes[redrawn], plain.codes[redrawn])  # the redraw's records keep its values
+    moved = (kept.codes != plain.codes).any(axis=1)
+    assert moved.sum() == sum(rep["rebalanced"].values()) > 0
+    assert np.all((kept.codes[moved] != plain.codes[moved]).sum(axis=1) == 1)  # one attribute each, edu
+    assert np.array_equal(kept.codes[:, [0, 2]], drawn.codes[:, [0, 2]])
+    # edu's counts come nearer the drawn ones, and stop short only where no record is left to move:
+    # every untouched record holding a surplus value is a child (which must keep edu 0) or was moved
+    edu = lambda d: np.bincount(d.codes[:, 1], minlength=4).astype(int)  # noqa: E731
+    assert np.abs(edu(kept) - edu(drawn)).sum() < np.abs(edu(plain) - edu(drawn)).sum()
+    surplus = edu(kept) - edu(drawn)
+    if (surplus < 0).any():
+        left = ~redrawn & ~moved & (surplus[kept.codes[:, 1]] > 0)
+        assert np.all(kept.codes[left, 0] == 0) and np.all(kept.codes[left, 1] == 0)
+    # same inputs, same bytes (no rng)
+    again, moved_again = rebalance(drawn, plain, rules, cond)
+    assert np.array_equal(again.codes, kept.codes) and moved_again == rep["rebalanced"]
+
+
+def test_rebalance_moves_the_largest_lawful_gain_first():
+    """One record's edu went 2 -> 0 in the redraw: edu 0 has one record too many, edu 2 one
+    too few. Of the untouched records with edu 0, the one of age 0 would gain most but may not
+    take edu 2 (the rule), so the one of age 2, whose conditional prefers edu 2 more than age
+    1's does, moves; nothing else changes."""
+    dom = Domain.from_sizes({"age": 3, "edu": 3})
+    rules = RuleSet([Rule.conditional("no school under 1", dom, {"age": [0]}, {"edu": [0]})])
+    generated = Dataset(np.array([[0, 2], [0, 0], [1, 0], [2, 0], [1, 1]]), dom)
+    data = Dataset(np.array([[0, 0], [0, 0], [1, 0], [2, 0], [1, 1]]), dom)
+    logp = np.log(np.array([[0.1, 0.1, 0.8], [0.5, 0.2, 0.3], [0.3, 0.1, 0.6]]))  # by age: edu 0, 1, 2
+
+    def cond(attrs, codes):
+        assert attrs == ("edu",)
+        return logp[codes[:, 0]]
+
+    out, moved = rebalance(generated, data, rules, cond)
+    assert moved == {"edu": 1}
+    assert out.codes.tolist() == [[0, 0], [0, 0], [1, 0], [2, 2], [1, 1]]
+    assert rules.violations(out) == {"no school under 1": 0}
+
+
+def test_whole_redraw_moves_the_premise_where_the_record_says_so():
+    """A record "age 0, degree, income" breaks "no degree under 1". Under a conditional in
+    which income goes with adults (and every earning adult has a degree), ``whole`` redraws the
+    age given the rest, which makes it an adult, then the degree given the adult age, which
+    keeps it; redrawing the dependent alone must drop the degree. With "adults have an income"
+    too, a child with a degree and no income has no age that obeys both: the draw widens to
+    the three attributes together and lands on every lawful record the conditional allows."""
+    dom = Domain.from_sizes({"age": 2, "edu": 2, "inc": 2})
+    rules = RuleSet([Rule.conditional("no degree under 1", dom, {"age": [0]}, {"edu": [0]})])
+    joint = np.zeros((2, 2, 2))  # P(age, edu, inc): no child has a degree, few an income; earners have degrees
+    joint[0, 0, 0], joint[0, 0, 1], joint[1, 1, 1], joint[1, 1, 0] = 0.35, 0.05, 0.5, 0.1
+    with np.errstate(divide="ignore"):
+        logj = np.log(joint)
+
+    def cond(attrs, codes):
+        out = []
+        for rec in codes:
+            t = logj
+            for a in ("inc", "edu", "age"):  # fix the attributes not drawn, from the last axis
+                if a not in attrs:
+                    t = np.take(t, rec[dom.index(a)], axis=dom.index(a))
+            out.append(t)
+        return np.array(out)
+
+    data = Dataset(np.array([[0, 1, 1]] * 50), dom)
+    whole, rep = redraw(data, rules, np.random.default_rng(0), cond, whole=True)
+    assert whole.codes.tolist() == [[1, 1, 1]] * 50 and rep["resampled"] == {"age": 50, "edu": 50}
+    one, _ = redraw(data, rules, np.random.default_rng(0), cond)
+    assert one.codes.tolist() == [[0, 0, 1]] * 50
+    both = RuleSet([*rules, Rule.conditional("adults earn", dom, {"age": [1]}, {"inc": [1]})])
+    stuck, rep = redraw(Dataset(np.array([[0, 1, 0]] * 50), dom), both, np.random.default_rng(0), cond, whole=True)
+    # the age alone has no allowed value: the draw widens to the rules' attributes together
+    assert rep["left"] == 0 and both.violations(stuck) == {r: 0 for r in both.names}
+    assert {tuple(r) for r in stuck.codes.tolist()} == {(0, 0, 0), (0, 0, 1), (1, 1, 1)}

@@ -6,7 +6,7 @@ structural zeros, :func:`~margsynth.inference.pgm.estimate` with ``rules``); wha
 GEM, Private-GSD) — is enforced on the records here, keeping their number:
 
 * :func:`reject` — records that break a rule are drawn again, whole, from the generator's
-  own distribution (RAP's and GEM's mixture of product distributions), until none breaks
+  own distribution (a model's sampler; no mechanism uses it by default), until none breaks
   one or ``max_rounds`` rounds have passed. A record that survives is a draw from that distribution *conditioned on the
   rules*: rejection sampling (von Neumann, "Various techniques used in connection with
   random digits", NBS Applied Mathematics Series 12, 1951) is exact conditioning, so this
@@ -40,9 +40,15 @@ GEM, Private-GSD) — is enforced on the records here, keeping their number:
   values. It is a simple form of the edit-and-imputation step of statistical data editing
   (Fellegi & Holt, "A systematic approach to automatic edit and imputation", JASA 71,
   1976, who change a minimal set of fields; here every field of the failed rules).
+* :func:`rebalance` — after the redraw, each changed attribute's one-way counts are moved
+  back to the generator's by changing that attribute in records the enforcement left alone,
+  largest conditional gain first, only where the record stays lawful: the redraw shifts the
+  determined attribute towards the values the rules allow, and a generator that spreads a
+  rule's attributes independently within a component (RAP's and GEM's product rows) makes
+  that shift systematic. RAP and GEM use it (:meth:`~margsynth.mechanisms.queries.MarginalQueries.sample_obeying`).
 * :func:`enforce` — :func:`redraw` when a conditional is given, else :func:`reject` when a
-  distribution to draw from is given, :func:`repair` for whatever is left, then the final
-  check (``RuntimeError`` if a record still breaks a rule: a bug).
+  distribution to draw from is given, :func:`repair` for whatever is left, :func:`rebalance`
+  when asked, then the final check (``RuntimeError`` if a record still breaks a rule: a bug).
 
 Every draw comes from the ``rng`` passed in, in a fixed order (same ``rng`` state, same
 records). Enforcing public rules is post-processing: no privacy budget.
@@ -69,6 +75,7 @@ __all__ = [
     "marginals_log_conditional",
     "one_way_weights",
     "redraw",
+    "rebalance",
     "reject",
     "repair",
 ]
@@ -331,9 +338,11 @@ def redraw(
     conditional: Callable[[tuple[str, ...], np.ndarray], np.ndarray],
     *,
     broken: np.ndarray | None = None,
+    whole: bool = False,
 ) -> tuple[Dataset, dict[str, Any]]:
     """Every record that breaks a rule gets the dependent attributes of its broken rules
-    (:func:`dependents`) drawn again from ``conditional(attrs, codes)`` — per record a log
+    (:func:`dependents`; with ``whole``, all their attributes) drawn again from
+    ``conditional(attrs, codes)`` — per record a log
     weight over the attributes' joint values given the record's other attributes (``-inf``:
     impossible, like a forbidden value), e.g. a
     graphical model's full conditional
@@ -347,7 +356,13 @@ def redraw(
     grows by the dependents of the rules that touch it, else by all their attributes, up to
     :data:`REDRAW_CELLS` joint values; records still left are returned for :func:`repair`. Attributes are redrawn one
     after the other (domain order), each under every rule on it, so the rules on an
-    attribute already redrawn keep holding. Returns the records and a
+    attribute already redrawn keep holding. ``whole``: every attribute of the broken rules is
+    redrawn so (a sweep of Gibbs steps in domain order), so the premise may move as well as
+    the consequence, and a record the sweep cannot fix goes to :func:`repair` whole. A product
+    distribution that spreads age and schooling independently (RAP's and GEM's rows) makes
+    children with degrees, and whether such a record is a child or an adult is what its other
+    attributes (income, marital status) say; the dependent alone always lowers the schooling.
+    Returns the records and a
     report: ``redrawn`` (records changed), ``left`` (records still breaking a rule) and
     ``resampled`` (per attribute, the records that had it redrawn). ``broken``:
     ``rules.broken(data)`` when the caller has it."""
@@ -360,7 +375,8 @@ def redraw(
     codes = np.array(data.codes, dtype=np.int64)
     chosen = np.zeros((len(data), len(dom)), dtype=bool)  # per record, the attributes to redraw
     for j, r in enumerate(rules):
-        chosen[broken[:, j], dom.index(dep[r.name])] = True
+        for a in r.attrs if whole else (dep[r.name],):
+            chosen[broken[:, j], dom.index(a)] = True
     resampled: dict[str, int] = {}
     failed = np.zeros(len(data), dtype=bool)
     for a in dom.names:  # one attribute at a time, each draw under every rule on it
@@ -421,6 +437,78 @@ def _redraw_set(codes, rows, attrs, rules, dom, rng, conditional) -> np.ndarray:
     return ok
 
 
+def rebalance(
+    generated: Dataset,
+    data: Dataset,
+    rules: RuleSet,
+    conditional: Callable[[tuple[str, ...], np.ndarray], np.ndarray],
+) -> tuple[Dataset, dict[str, int]]:
+    """``data`` (``generated`` after :func:`redraw` and :func:`repair`) with each changed
+    attribute's one-way counts moved back towards ``generated``'s, by changing that attribute
+    in records the enforcement left alone. The redraw gives an offending record a value its
+    rules allow, so the values the rules forbid in combination lose records and the allowed
+    ones gain them; where the generator spreads a rule's attributes independently (a product
+    row of RAP or GEM gives its children the adults' schooling), that shift is systematic and
+    every marginal holding the attribute carries it. Per attribute ``a`` (domain order), with
+    ``s[v]`` the records ``data`` has with ``a = v`` beyond ``generated``'s count (``s[v] >
+    0``: a surplus, ``< 0``: a deficit): each untouched record ``i`` with a surplus value
+    ``v`` may move to a deficit value ``u`` that keeps it within every rule, at the gain
+    ``log conditional(a | i's other attributes)[u] - [...][v]``; the moves are taken greedily,
+    largest gain first (ties: record order, then value order), each record at most once over
+    all attributes, while both its value's surplus and the target's deficit last — a greedy
+    solution of the transportation problem between surplus and deficit values (Hitchcock,
+    "The distribution of a product from several sources to numerous localities", J. Math.
+    Phys. 20, 1941). Like GUM's moves (Zhang et al., "PrivSyn: Differentially Private Data
+    Synthesis", USENIX Security 2021, arXiv:2012.15128, §5.2) a move changes one attribute of
+    a record to bring a marginal back; here the target is the generator's own one-way count
+    and only lawful records result. Deterministic (no rng). Returns the records and, per
+    attribute, the records moved."""
+    dom = data.domain
+    before = np.asarray(generated.codes, dtype=np.int64)
+    codes = np.array(data.codes, dtype=np.int64)
+    if before.shape != codes.shape or generated.domain != dom:
+        raise ValueError(f"generated has {before.shape} records over {generated.domain!r}, data {codes.shape} over {dom!r}")
+    fixed = (before != codes).any(axis=1)  # the records the enforcement changed, and those moved here
+    obeys = rules.row_check(dom)
+    moved: dict[str, int] = {}
+    for j, a in enumerate(dom.names):
+        k = dom[a].size
+        surplus = np.bincount(codes[:, j], minlength=k) - np.bincount(before[:, j], minlength=k)
+        deficit = np.flatnonzero(surplus < 0)
+        cand = np.flatnonzero(~fixed & (surplus[codes[:, j]] > 0))
+        if not deficit.size or not cand.size:
+            continue
+        rec = codes[cand]
+        logc = np.asarray(conditional((a,), rec), dtype=np.float64).reshape(cand.size, k)
+        here = logc[np.arange(cand.size), rec[:, j]]
+        gain = np.empty((cand.size, deficit.size))
+        for t, u in enumerate(deficit):
+            trial = rec.copy()
+            trial[:, j] = u
+            with np.errstate(invalid="ignore"):
+                g = logc[:, u] - here
+            gain[:, t] = np.where(obeys(trial) & np.isfinite(g), g, -np.inf)
+        order = np.argsort(-gain, axis=None, kind="stable")
+        order = order[np.isfinite(gain.ravel()[order])]
+        count = 0
+        for flat in order.tolist():
+            i, t = divmod(flat, deficit.size)
+            v, u = rec[i, j], deficit[t]
+            if fixed[cand[i]] or surplus[v] <= 0 or surplus[u] >= 0:
+                continue
+            codes[cand[i], j] = u
+            fixed[cand[i]] = True
+            surplus[v] -= 1
+            surplus[u] += 1
+            count += 1
+            if not (surplus[deficit] < 0).any():
+                break
+        if count:
+            moved[a] = count
+    out = Dataset._trusted(codes.astype(_smallest_int_dtype(max(dom.shape, default=1))), dom, data.weights)
+    return out, moved
+
+
 def reject(
     data: Dataset,
     rules: RuleSet,
@@ -458,25 +546,31 @@ def enforce(
     draw: Callable[[int], Dataset] | None = None,
     weights: Mapping[str, np.ndarray] | Callable[[], Mapping[str, np.ndarray]] | None = None,
     conditional: Callable[[tuple[str, ...], np.ndarray], np.ndarray] | None = None,
+    keep_counts: bool = False,
+    whole: bool = False,
 ) -> tuple[Dataset, dict[str, Any] | None]:
-    """``data`` made to obey ``rules``: :func:`redraw` with ``conditional`` (when given), or
+    """``data`` made to obey ``rules``: :func:`redraw` with ``conditional`` (when given; ``whole``:
+    every attribute of the broken rules, not only their dependents), or
     else :func:`reject` with ``draw`` (when given), then :func:`repair` (``weights``: its
     per-attribute weights, or a function returning them, called only when needed) for the
-    records still breaking a rule, then the final check — ``RuntimeError`` naming the rule
-    if a record still breaks one. Returns the records
+    records still breaking a rule, then, with ``keep_counts`` (and ``conditional``),
+    :func:`rebalance` back to ``data``'s one-way counts, then the final check —
+    ``RuntimeError`` naming the rule if a record still breaks one. Returns the records
     (same number) and a report (``None`` without rules): ``broken`` (per rule, records
     breaking it as generated), ``redrawn``, ``rejected``, ``rejection_rounds``,
     ``repaired``, ``widened``, ``resampled`` (per attribute, by :func:`redraw` and
-    :func:`repair` together) and ``violations`` (per rule, 0)."""
+    :func:`repair` together), ``rebalanced`` (with ``keep_counts``: per attribute, the
+    records :func:`rebalance` moved) and ``violations`` (per rule, 0)."""
     if rules is None or not len(rules):
         return data, None
     matrix = rules.broken(data)
     broken = {n: int(c) for n, c in zip(rules.names, matrix.sum(axis=0))}
+    generated, moved = data, {}
     rej: dict[str, Any] = {"rejected": 0, "rounds": 0}
     red: dict[str, Any] = {"redrawn": 0, "left": 0, "resampled": {}}
     if matrix.any():
         if conditional is not None:
-            data, red = redraw(data, rules, rng, conditional, broken=matrix)
+            data, red = redraw(data, rules, rng, conditional, broken=matrix, whole=whole)
         elif draw is not None:
             data, rej = reject(data, rules, draw)
         rep = _no_changes(rules)
@@ -484,6 +578,8 @@ def enforce(
         still = red["left"] if conditional is not None else rej["left"] if draw is not None else 1
         if still:
             data, rep = repair(data, rules, rng, weights=weights() if callable(weights) else weights)
+        if keep_counts and conditional is not None:
+            data, moved = rebalance(generated, data, rules, conditional)
         violations = rules.violations(data)
     else:
         rep, violations = _no_changes(rules), dict(broken)
@@ -501,5 +597,6 @@ def enforce(
         "repaired": rep["repaired"],
         "widened": rep["widened"],
         "resampled": dict(sorted(resampled.items())),
+        **({"rebalanced": moved} if keep_counts else {}),
         "violations": violations,
     }
