@@ -45,7 +45,7 @@ GEM, Private-GSD) — is enforced on the records here, keeping their number:
   largest conditional gain first, only where the record stays lawful: the redraw shifts the
   determined attribute towards the values the rules allow, and a generator that spreads a
   rule's attributes independently within a component (RAP's and GEM's product rows) makes
-  that shift systematic. RAP and GEM use it (:meth:`~margsynth.mechanisms.queries.MarginalQueries.sample_obeying`).
+  that shift systematic. RAP uses it (:meth:`~margsynth.mechanisms.queries.MarginalQueries.sample_obeying`).
 * :func:`enforce` — :func:`redraw` when a conditional is given, else :func:`reject` when a
   distribution to draw from is given, :func:`repair` for whatever is left, :func:`rebalance`
   when asked, then the final check (``RuntimeError`` if a record still breaks a rule: a bug).
@@ -74,8 +74,8 @@ __all__ = [
     "factors_log_conditional",
     "marginals_log_conditional",
     "one_way_weights",
-    "redraw",
     "rebalance",
+    "redraw",
     "reject",
     "repair",
 ]
@@ -357,8 +357,8 @@ def redraw(
     :data:`REDRAW_CELLS` joint values; records still left are returned for :func:`repair`. Attributes are redrawn one
     after the other (domain order), each under every rule on it, so the rules on an
     attribute already redrawn keep holding. ``whole``: every attribute of the broken rules is
-    redrawn so (a sweep of Gibbs steps in domain order), so the premise may move as well as
-    the consequence, and a record the sweep cannot fix goes to :func:`repair` whole. A product
+    redrawn that way, in domain order (a sweep of Gibbs steps), so the premise may move as
+    well as the consequence; a record the sweep cannot fix is left for :func:`repair`. A product
     distribution that spreads age and schooling independently (RAP's and GEM's rows) makes
     children with degrees, and whether such a record is a child or an adult is what its other
     attributes (income, marital status) say; the dependent alone always lowers the schooling.

@@ -197,8 +197,10 @@ class GEM(Mechanism):
         """Synthesise records from ``data`` spending ``budget`` (see the module docstring):
         MEASURE ``n̂``, rounds of SELECT / MEASURE / fit, and GENERATE records from the
         moving-average mixture. ``rules`` (public, no budget): records drawn from the
-        mixture that break one are drawn again from it, then repaired
-        (:meth:`~.queries.MarginalQueries.sample_obeying`; ``extras["rules"]``)."""
+        mixture that break one get the attribute each broken rule determines drawn again from
+        the mixture's conditional, then the repair for what is left
+        (:meth:`~.queries.MarginalQueries.sample_obeying` with ``whole=False,
+        keep_counts=False``; ``extras["rules"]``)."""
         dev = resolve_device(device)
         return with_torch_threads(self.threads, lambda: self._run(data, rng, budget, dev, rules))
 
@@ -303,7 +305,8 @@ class GEM(Mechanism):
             records, note = (
                 (self.synthetic_records, {}) if self.synthetic_records else bounded_records(n_hat, len(data.domain))
             )
-            synth, report = workload.sample_obeying(probs, records, rng, rules, weights=row_weights)
+            synth, report = workload.sample_obeying(probs, records, rng, rules, weights=row_weights, whole=False,
+                                                    keep_counts=False)  # fmt: skip
         seconds["total"] = clock.elapsed()
         return SynthesisResult.from_ledger(
             synth,

@@ -304,6 +304,9 @@ class MarginalQueries:
         rng: np.random.Generator,
         rules: RuleSet | None,
         weights: np.ndarray | None = None,
+        *,
+        whole: bool = True,
+        keep_counts: bool = True,
     ) -> tuple[Dataset, dict[str, Any] | None]:
         """:meth:`sample_records`, then each record that breaks one of ``rules`` gets every
         attribute of its broken rules drawn again, one after the other, among the values every
@@ -322,7 +325,11 @@ class MarginalQueries:
         score without the rules into a gain (docs/notes/rules.md). Not rejection: redrawing
         whole records conditions the mixture on the rules, and a product row that makes a
         rule's attributes independent then loses most of its records (on the NIST excerpts
-        RAP's score fell by 36 points that way). Returns the records
+        RAP's score fell by 36 points that way). ``whole=False``: only the attribute each
+        broken rule determines is redrawn; ``keep_counts=False``: no
+        :func:`~margsynth.inference.repair.rebalance` (GEM: its mixture holds tens of
+        thousands of rows, so the conditional of every candidate record is costly, and on the
+        excerpts neither change moved GEM's score beyond its seeds' spread). Returns the records
         and the report (``None`` without rules: the draws of :meth:`sample_records` alone).
         Rules are public: no budget."""
         synth = self.sample_records(probs, n, rng, weights)
@@ -332,7 +339,7 @@ class MarginalQueries:
         mix = w @ P  # the mixture's one-way marginals, block by block
         one_way = {a: mix[self.offsets[i] : self.offsets[i + 1]] for i, a in enumerate(self.domain.names)}
         return enforce(synth, rules, rng, conditional=self.mixture_log_conditional(probs, weights), weights=one_way,
-                       whole=True, keep_counts=True)
+                       whole=whole, keep_counts=keep_counts)
 
     def _normalised(self, probs: np.ndarray, weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """The rows' blocks each on its simplex, and the mixture weights summing to 1."""
