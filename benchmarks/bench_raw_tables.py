@@ -54,7 +54,8 @@ rules, the wall and CPU seconds and their ratio, the rows breaking a rule (all r
 without and with; then per rule the rows breaking it without (mean over runs) and with (the most
 in any run). ``--cuts-arm`` adds a third run per seed whose rules are replaced by vacuous ones
 with the same thresholds (each range condition beside a condition no row can fail): the
-encoder's bins as with the rules, nothing enforced — what the rules' cuts alone change.
+encoder's bins as with the rules, nothing enforced — what the rules' cuts alone change (for a
+mechanism that fits on the bins before the cuts, GEM, the spread of its output onto them).
 ``--rule-growth G`` sets Private-PGM's ``RULE_GROWTH`` (how far rule cliques may grow the junction
 tree; :mod:`margsynth.inference.pgm.estimation`) for the run, a diagnostic of the rules left
 outside the model (enforced by the generator's redraw and repair instead). Targets:

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from margsynth import Dataset, Domain
-from margsynth.rules import Rule, RuleSet, as_rules
+from margsynth.mechanisms.queries import MarginalQueries
+from margsynth.rules import Refinement, Rule, RuleSet, as_rules
 
 DOM = Domain.from_sizes({"age": 5, "edu": 4, "inc": 3, "kids": 4, "size": 5})
 
@@ -211,3 +212,62 @@ def test_validation_against_a_domain_names_the_rule():
     with pytest.raises(ValueError, match="rule 'edu<=age'.*unknown attribute"):
         RuleSet([r]).check(Domain.from_sizes({"age": 5}))
     assert as_rules(None) is None and as_rules([]) is None and as_rules([r], DOM) == RuleSet([r])
+
+
+def _refinement() -> Refinement:
+    """``age`` 3 coarse bins split into 5 (bin 0 in two, bin 2 in two), ``inc`` 2 into 3, ``sex`` unsplit."""
+    fine = Domain.from_sizes({"age": 5, "sex": 2, "inc": 3})
+    return Refinement(fine, {"age": np.array([0, 0, 1, 2, 2]), "inc": np.array([0, 1, 1])},
+                      {"age": np.array([0.25, 0.75, 1.0, 0.5, 0.5]), "inc": np.array([1.0, 0.1, 0.9])})  # fmt: skip
+
+
+def test_refinement_coarsens_codes_and_keeps_the_rest():
+    ref = _refinement()
+    assert ref.coarse.shape == (3, 2, 2) and ref.coarse.names == ref.fine.names
+    data = Dataset(np.array([[0, 1, 2], [1, 0, 0], [4, 1, 1], [2, 0, 2]]), ref.fine)
+    assert ref.coarsen(data).codes.tolist() == [[0, 1, 1], [0, 0, 0], [2, 1, 1], [1, 0, 1]]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_refinement_expand_draws_the_coarse_records_then_the_parts_by_share(seed):
+    """Expanded rows sum back to the coarse rows and split each coarse value by its shares; the
+    same draws (same rng) from the expanded rows give, coarsened, exactly the coarse draws
+    (inverse-CDF draws: the fine values of a coarse value are adjacent), and within a coarse
+    value the parts come out in their shares."""
+    ref = _refinement()
+    rng = np.random.default_rng(seed)
+    blocks = [rng.dirichlet(np.ones(s), size=40) for s in ref.coarse.shape]
+    P = np.concatenate(blocks, axis=1)
+    F = ref.expand(P)
+    off = np.concatenate([[0], np.cumsum(ref.fine.shape)])
+    for j, a in enumerate(ref.fine.names):
+        fb = F[:, off[j] : off[j + 1]]
+        if a in ref.parent:
+            back = np.stack([fb[:, ref.parent[a] == k].sum(1) for k in range(ref.coarse[a].size)], axis=1)
+            np.testing.assert_allclose(back, blocks[j])
+            np.testing.assert_allclose(fb, blocks[j][:, ref.parent[a]] * ref.share[a])
+        else:
+            np.testing.assert_array_equal(fb, blocks[j])
+    n = 20_000
+    coarse = MarginalQueries(ref.coarse, (("age",),)).sample_records(P, n, np.random.default_rng(seed))
+    fine = MarginalQueries(ref.fine, (("age",),)).sample_records(F, n, np.random.default_rng(seed))
+    assert (ref.coarsen(fine).codes == coarse.codes).mean() > 0.999  # equal but for float ties at a boundary
+    age = fine.codes[:, 0]
+    inside = age[np.isin(age, [0, 1])]
+    assert abs((inside == 0).mean() - 0.25) < 4 * np.sqrt(0.25 * 0.75 / inside.size)
+
+
+@pytest.mark.parametrize(
+    "parent, share, match",
+    [
+        ({"age": np.array([0, 0, 2, 2, 2])}, {"age": np.array([0.5, 0.5, 1 / 3, 1 / 3, 1 / 3])}, "cover"),
+        ({"age": np.array([0, 0, 1, 2, 2])}, {"age": np.array([0.5, 0.6, 1.0, 0.5, 0.5])}, "sum to 1"),
+        ({"age": np.array([0, 0, 1, 2, 2])}, {"age": np.array([1.5, -0.5, 1.0, 0.5, 0.5])}, "non-negative"),
+        ({"age": np.array([0, 0, 1])}, {"age": np.array([0.5, 0.5, 1.0])}, "arrays"),
+        ({"zip": np.array([0])}, {"zip": np.array([1.0])}, "not in the fine domain"),
+        ({"age": np.array([0, 0, 1, 2, 2])}, {}, "different attributes"),
+    ],
+)
+def test_bad_refinements_are_refused(parent, share, match):
+    with pytest.raises(ValueError, match=match):
+        Refinement(Domain.from_sizes({"age": 5, "sex": 2}), parent, share)

@@ -27,7 +27,9 @@ Intelligence 113, 1999, §3 — never by enumerating the domain; an unsatisfiabl
 refused with the names of a minimal subset of rules that cannot hold together), counts the
 records that break each rule (:meth:`RuleSet.violations`, vectorised), and round-trips
 through JSON (:meth:`RuleSet.to_json`, :meth:`RuleSet.from_json`) so a saved model or a
-sidecar can carry it.
+sidecar can carry it. A :class:`Refinement` relates the domain a rule set's thresholds split
+(a numeric rule's ``AGEP < 15`` cuts an age bin ``[10, 16)`` in two) to the domain before the
+split, for a mechanism that fits on the coarser one and enforces the rules on the finer.
 
 Rules are public knowledge — properties of the schema, stated before the data are seen —
 so enforcing them is post-processing of the private measurements and costs no privacy
@@ -46,9 +48,9 @@ from typing import Any
 import numpy as np
 
 from .dataset import Dataset
-from .domain import Domain
+from .domain import Attribute, Domain
 
-__all__ = ["ORDER_RELATIONS", "Rule", "RuleSet", "as_rules"]
+__all__ = ["ORDER_RELATIONS", "Refinement", "Rule", "RuleSet", "as_rules"]
 
 #: The relations :meth:`Rule.order` compiles, by their symbol.
 ORDER_RELATIONS = {
@@ -518,6 +520,83 @@ class RuleSet:
         except json.JSONDecodeError as exc:
             raise ValueError(f"rules: not valid JSON ({exc})") from None
         return cls.from_list(specs)
+
+
+@dataclass(frozen=True)
+class Refinement:
+    """A finer domain over a coarser one: each fine code lies in one coarse code and takes a
+    fixed share of its mass (the bins a rule set's thresholds split, each part with the share
+    of the column's distribution that decoding gives it).
+
+    ``fine`` is the domain the records and the rules are coded in; ``parent[a]`` (one entry
+    per fine code of ``a``) the coarse code each fine code lies in, every coarse code
+    ``0..m-1`` among them; ``share[a]`` each fine code's share of its coarse code, non-negative,
+    summing to 1 over the fine codes of each coarse code. Attributes not in ``parent`` are
+    the same in both domains. :meth:`coarsen` maps records down; :meth:`expand` maps product
+    distributions over the coarse domain up (a coarse value's probability spread over its
+    fine values by their shares), so a record drawn from the expanded distribution is a
+    record drawn from the coarse one with each split value then drawn by its shares."""
+
+    fine: Domain
+    parent: Mapping[str, np.ndarray]
+    share: Mapping[str, np.ndarray]
+
+    def __post_init__(self) -> None:
+        if set(self.parent) != set(self.share):
+            raise ValueError(f"parent and share name different attributes: {sorted(self.parent)} and {sorted(self.share)}")
+        parent, share = {}, {}
+        for a in self.fine.names:
+            if a not in self.parent:
+                continue
+            n = self.fine[a].size
+            p = np.asarray(self.parent[a])
+            w = np.asarray(self.share[a], dtype=np.float64)
+            if p.shape != (n,) or w.shape != (n,) or p.dtype.kind not in "iu":
+                raise ValueError(f"{a!r}: parent and share must be ({n},) arrays of integers and numbers")
+            m = int(p.max()) + 1
+            if p.min() < 0 or np.unique(p).size != m:
+                raise ValueError(f"{a!r}: parent must cover the coarse codes 0..{m - 1}, got {p.tolist()}")
+            if not (np.isfinite(w).all() and (w >= 0).all() and np.allclose(np.bincount(p, w, m), 1.0)):
+                raise ValueError(f"{a!r}: the shares of each coarse code must be non-negative and sum to 1")
+            parent[a], share[a] = p.astype(np.intp), w
+        unknown = sorted(set(self.parent) - set(self.fine.names))
+        if unknown:
+            raise ValueError(f"attributes {unknown} are not in the fine domain")
+        object.__setattr__(self, "parent", parent)
+        object.__setattr__(self, "share", share)
+
+    @property
+    def coarse(self) -> Domain:
+        """The coarser domain (the split attributes with their coarse sizes)."""
+        return Domain(tuple(
+            Attribute(a.name, int(self.parent[a.name].max()) + 1, ordinal=a.ordinal) if a.name in self.parent else a
+            for a in self.fine.attributes
+        ))  # fmt: skip
+
+    def coarsen(self, data: Dataset) -> Dataset:
+        """``data`` (over :attr:`fine`) with each split attribute's codes mapped to their coarse codes."""
+        if data.domain != self.fine:
+            raise ValueError("data is not over the refinement's fine domain")
+        codes = np.array(data.codes, dtype=np.int64)
+        for a, p in self.parent.items():
+            j = self.fine.index(a)
+            codes[:, j] = p[codes[:, j]]
+        return Dataset._trusted(codes, self.coarse, data.weights)
+
+    def expand(self, probs: np.ndarray) -> np.ndarray:
+        """Rows of per-attribute distributions over :attr:`coarse` (the blocks of a one-hot
+        encoding, side by side in domain order) as rows over :attr:`fine`: fine value ``v`` of a
+        split attribute gets ``share[v]`` of its parent's probability."""
+        probs = np.asarray(probs, dtype=np.float64)
+        coarse = self.coarse
+        off = np.concatenate([[0], np.cumsum(coarse.shape)])
+        if probs.ndim != 2 or probs.shape[1] != off[-1]:
+            raise ValueError(f"probs must be (rows, {off[-1]}), got {probs.shape}")
+        blocks = []
+        for j, a in enumerate(coarse.names):
+            block = probs[:, off[j] : off[j + 1]]
+            blocks.append(block if a not in self.parent else block[:, self.parent[a]] * self.share[a])
+        return np.concatenate(blocks, axis=1)
 
 
 def as_rules(rules: Any, domain: Domain | None = None) -> RuleSet | None:

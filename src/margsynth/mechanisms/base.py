@@ -162,6 +162,9 @@ class Mechanism:
     # The zCDP -> (epsilon, delta) conversion of the ledger budget() opens (a mechanism whose
     # users choose it has a ``conversion`` field instead).
     conversion: ClassVar[str] = "prop4"
+    # Whether synthesize() takes ``refinement=`` (a margsynth.rules.Refinement): the mechanism
+    # fits on the bins before a rule set's cuts and spreads its output onto them (GEM).
+    takes_refinement: ClassVar[bool] = False
 
     def budget(self, epsilon: float, delta: float) -> BudgetLedger:
         """The ledger ``run(data, epsilon, delta, rng)`` spends: the largest budget in

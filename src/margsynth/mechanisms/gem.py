@@ -31,6 +31,13 @@ Privacy is accounted in zCDP under the project's add/remove-one relation (counts
 selection and measurement is charged before its draw. ``device="cpu"|"cuda"`` (a missing GPU
 is an error, never a silent CPU fallback); the network is initialised and ``z`` drawn from
 CPU generators seeded from ``rng``, so the same seed gives the same bytes on the CPU.
+
+Rules (public, no budget; not in the paper): the records drawn from the mixture that break one
+get the attribute each broken rule determines drawn again from the mixture's conditional
+(:meth:`GEM.synthesize`). Where the rules' numeric thresholds split bins, the network fits on
+the bins before the split and its rows are spread onto the parts by a
+:class:`~margsynth.rules.Refinement`: the generator starts near uniform over each attribute's
+bins, and thin bins cut into equal-mass ones cost its fit more than the rules give back.
 """
 
 from __future__ import annotations
@@ -43,7 +50,7 @@ import numpy as np
 from ..dataset import Dataset
 from ..inference.torch_utils import resolve_device, with_torch_threads
 from ..privacy import BudgetLedger
-from ..rules import RuleSet
+from ..rules import Refinement, RuleSet
 from ..timing import Stopwatch, timed
 from .base import Mechanism, SynthesisResult, bounded_records, check_positive_int, preset_of
 from .queries import (
@@ -139,6 +146,7 @@ class GEM(Mechanism):
     progress: bool = True
 
     name = "gem"
+    takes_refinement = True
 
     def __post_init__(self) -> None:
         if isinstance(self.hidden, list):
@@ -155,10 +163,15 @@ class GEM(Mechanism):
         p["hidden"] = list(self.hidden)
         return p
 
-    def check(self, data: Dataset, budget: BudgetLedger, *, device: Any = "cpu", **_: object) -> None:
-        """GEM's own checks, before any noise: its fields, then :func:`~.rap.check_shared`
-        (common fields, the workload's, network's and mixture's memory, the output size, the
-        device). Raises ``ValueError``."""
+    def check(
+        self, data: Dataset, budget: BudgetLedger, *, device: Any = "cpu", refinement: Any = None, **_: object
+    ) -> None:
+        """GEM's own checks, before any noise: its fields, the refinement (over ``data``'s
+        domain), then :func:`~.rap.check_shared` (common fields, the workload's, network's and
+        mixture's memory over the finer domain, the output size, the device). Raises
+        ``ValueError``."""
+        if refinement is not None and (not isinstance(refinement, Refinement) or refinement.fine != data.domain):
+            raise ValueError("refinement must be a Refinement whose fine domain is the data's")
         for f in ("rounds", "batch_size", "embedding_dim"):
             check_positive_int(f, getattr(self, f))
         if not isinstance(self.hidden, tuple) or not all(
@@ -192,6 +205,7 @@ class GEM(Mechanism):
         *,
         device: str = "cpu",
         rules: RuleSet | None = None,
+        refinement: Refinement | None = None,
         **_: object,
     ) -> SynthesisResult:
         """Synthesise records from ``data`` spending ``budget`` (see the module docstring):
@@ -200,17 +214,32 @@ class GEM(Mechanism):
         mixture that break one get the attribute each broken rule determines drawn again from
         the mixture's conditional, then the repair for what is left
         (:meth:`~.queries.MarginalQueries.sample_obeying` with ``whole=False,
-        keep_counts=False``; ``extras["rules"]``)."""
+        keep_counts=False``; ``extras["rules"]``). ``refinement`` (public, a
+        :class:`~margsynth.rules.Refinement` whose fine domain is ``data``'s: the bins the
+        rules' thresholds split): the network fits on the coarse domain
+        (:meth:`~margsynth.rules.Refinement.coarsen`, so the rules' thin bins cost the fit
+        nothing) and the mixture's rows are spread onto the fine domain by the refinement's
+        shares (:meth:`~margsynth.rules.Refinement.expand`) before records are drawn and the
+        rules enforced on them."""
         dev = resolve_device(device)
-        return with_torch_threads(self.threads, lambda: self._run(data, rng, budget, dev, rules))
+        return with_torch_threads(self.threads, lambda: self._run(data, rng, budget, dev, rules, refinement))
 
     def _run(
-        self, data: Dataset, rng: np.random.Generator, ledger: BudgetLedger, dev, rules: RuleSet | None = None
+        self,
+        data: Dataset,
+        rng: np.random.Generator,
+        ledger: BudgetLedger,
+        dev,
+        rules: RuleSet | None = None,
+        refinement: Refinement | None = None,
     ) -> SynthesisResult:
         import torch
         from tqdm.auto import tqdm
 
         clock = Stopwatch()
+        fine = data.domain
+        if refinement is not None:  # fit on the bins before the rules' cuts
+            data = refinement.coarsen(data)
         seconds = {"select": 0.0, "measure": 0.0, "fit": 0.0}
         workload = MarginalQueries.all_kway(data.domain, self.degree)
         counts = workload.counts(data)  # sensitive; touched only through the mechanisms below
@@ -305,8 +334,12 @@ class GEM(Mechanism):
             records, note = (
                 (self.synthetic_records, {}) if self.synthetic_records else bounded_records(n_hat, len(data.domain))
             )
-            synth, report = workload.sample_obeying(probs, records, rng, rules, weights=row_weights, whole=False,
-                                                    keep_counts=False)  # fmt: skip
+            sampler = workload
+            if refinement is not None:  # the rows spread onto the split bins; sampling reads only the layout
+                probs = refinement.expand(probs)
+                sampler = MarginalQueries(fine, ((fine.names[0],),))
+            synth, report = sampler.sample_obeying(probs, records, rng, rules, weights=row_weights, whole=False,
+                                                   keep_counts=False)  # fmt: skip
         seconds["total"] = clock.elapsed()
         return SynthesisResult.from_ledger(
             synth,
@@ -325,6 +358,7 @@ class GEM(Mechanism):
                 "relaxed_weights": row_weights,
                 **note,
                 **({} if report is None else {"rules": report}),
+                **({} if refinement is None else {"fitted_coarse": sorted(refinement.parent)}),
             },
         )
 

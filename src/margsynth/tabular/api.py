@@ -45,7 +45,15 @@ from ..mechanisms import registry
 from ..mechanisms.base import Mechanism, check_memory_limit, check_privacy_params, check_seed, memory_limit
 from ..privacy import BudgetLedger
 from ..timing import Stopwatch
-from .constraints import SchemaRule, check_satisfiable, compile_rules, parse_rules, repair_values, split_bins
+from .constraints import (
+    SchemaRule,
+    check_satisfiable,
+    compile_rules,
+    parse_rules,
+    refinement,
+    repair_values,
+    split_bins,
+)
 from .encoder import Encoder, check_sizes, check_table, discovery_budget, domain_extremes, fit_encoder
 from .schema import Schema
 
@@ -183,10 +191,13 @@ class PreparedRun:
         )  # fmt: skip
         t_pre = clock.elapsed()
         split: dict[str, list[float]] = {}
-        if self.rules:  # the rules' thresholds as cuts: their conditions exact on every bin
-            encoder, split = split_bins(encoder, self.rules)
-        data = encoder.encode(self.df)
         run_kw: dict[str, Any] = {}
+        if self.rules:  # the rules' thresholds as cuts: their conditions exact on every bin
+            coarse = encoder
+            encoder, split = split_bins(encoder, self.rules)
+            if split and self.mechanism.takes_refinement:  # it fits on the bins before the cuts
+                run_kw["refinement"] = refinement(coarse, encoder)
+        data = encoder.encode(self.df)
         if self.public is not None:
             run_kw["public"] = encoder.encode(self.public)
         # the mechanism's budget: everything discovery left; the rules as cells of the encoded domain

@@ -29,7 +29,12 @@ range conditions are added to the cuts of the fitted numeric columns (public: re
 schema), so that each such condition holds on all or none of the values of every bin. Without
 that, two rules on one bin (``AGEP >= 15 -> MSP set`` and ``AGEP < 3 -> EDU null`` over a bin
 ``[0, 16)``) decide no cell, and a row of that bin with ``MSP`` set and ``EDU`` null has no age
-that obeys both: the decoding cannot repair it.
+that obeys both: the decoding cannot repair it. A mechanism that fits better without the
+extra bins (GEM: its generator starts near uniform over each attribute's bins, and the thin
+new bins cost it more than the rules give back) is handed the split as a
+:class:`~margsynth.rules.Refinement` (:func:`refinement`): it fits on the bins before the
+split and spreads each split bin's probability over its parts by the share of the column's
+distribution each part holds, which is how decoding would have drawn a value within the bin.
 
 **Compiling** (:func:`compile_rules`) to the fitted encoder's domain: over a numeric column
 a condition holds *surely* on the bins entirely inside its range and *possibly* on the bins
@@ -55,11 +60,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..rules import Rule, RuleSet
+from ..rules import Refinement, Rule, RuleSet
 from .encoder import ColumnCoding, Encoder, _missing
 from .schema import Schema, category_key
 
-__all__ = ["OPERATORS", "SchemaRule", "check_satisfiable", "compile_rules", "parse_rules", "repair_values", "split_bins",
+__all__ = ["OPERATORS", "SchemaRule", "check_satisfiable", "compile_rules", "parse_rules", "refinement", "repair_values",
+           "split_bins",
            "violations"]
 
 OPERATORS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq, "!=": operator.ne}
@@ -527,6 +533,35 @@ def split_bins(encoder: Encoder, rules: Sequence[SchemaRule]) -> tuple[Encoder, 
             coding = replace(coding, cuts=tuple(sorted({*coding.cuts, *new})))
         columns.append(coding)
     return (Encoder(columns) if added else encoder), added
+
+
+def refinement(coarse: Encoder, fine: Encoder) -> Refinement:
+    """The :class:`~margsynth.rules.Refinement` of ``fine`` (``coarse`` after
+    :func:`split_bins`) over ``coarse``: each bin of a split column lies in one bin of the
+    column before the split, and takes the share of that bin's mass that decoding draws from
+    its part (the column's private distribution, cell by cell, uniform within a cell:
+    :meth:`~margsynth.tabular.encoder.ColumnCoding.segments`; by width where no distribution
+    was measured). Null stays null. Public: computed from the encoders alone."""
+    parent: dict[str, np.ndarray] = {}
+    share: dict[str, np.ndarray] = {}
+    for cc, cf in zip(coarse.columns, fine.columns):
+        if cc.name != cf.name:
+            raise ValueError(f"the encoders' columns differ: {cc.name!r} and {cf.name!r}")
+        if cc.size == cf.size:
+            continue
+        ef = cf.edges
+        p = np.zeros(cf.size, dtype=np.intp)
+        w = np.zeros(cf.size, dtype=np.float64)
+        lo = np.searchsorted(cc.edges, ef[:-1], side="right") - 1  # the coarse bin each fine bin starts in
+        for k, (s0, s1, prob) in enumerate(cc.segments()):
+            for m in np.flatnonzero(lo == k):
+                p[m] = k
+                overlap = np.clip(np.minimum(s1, ef[m + 1]) - np.maximum(s0, ef[m]), 0.0, None)
+                w[m] = float(np.sum(prob * overlap / (s1 - s0)))
+        if cc.nullable:
+            p[cf.null_code], w[cf.null_code] = cc.null_code, 1.0
+        parent[cf.name], share[cf.name] = p, w
+    return Refinement(fine.domain, parent, share)
 
 
 def repair_values(frame: pd.DataFrame, schema: Schema, rules: Sequence[SchemaRule], encoder: Encoder,
