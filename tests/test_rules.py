@@ -271,3 +271,22 @@ def test_refinement_expand_draws_the_coarse_records_then_the_parts_by_share(seed
 def test_bad_refinements_are_refused(parent, share, match):
     with pytest.raises(ValueError, match=match):
         Refinement(Domain.from_sizes({"age": 5, "sex": 2}), parent, share)
+
+
+def test_a_refinement_of_another_domain_is_refused_before_any_charge():
+    """The sampler refuses a refinement whose coarse domain is not its workload's; GEM refuses
+    one whose fine domain is not the data's, before any charge or draw."""
+    from margsynth.mechanisms.gem import GEM
+    from margsynth.privacy import BudgetLedger
+
+    ref = _refinement()
+    P = np.full((4, sum(ref.fine.shape)), 0.5)
+    with pytest.raises(ValueError, match="coarse domain"):
+        MarginalQueries(ref.fine, (("age",),)).sample_obeying(P, 10, np.random.default_rng(0), None, refinement=ref)
+    data = Dataset(np.zeros((30, 3), dtype=np.int64), ref.coarse)  # over the coarse domain, not the fine one
+    for mech in (GEM(rounds=1, batch_size=4, embedding_dim=2, hidden=(4,), progress=False),):
+        ledger, rng = BudgetLedger.from_dp(1.0, 1e-6), np.random.default_rng(0)
+        state = rng.bit_generator.state
+        with pytest.raises(ValueError, match="refinement must be a Refinement"):
+            mech.run(data, rng, budget=ledger, refinement=ref)
+        assert ledger.spent == 0 and rng.bit_generator.state == state

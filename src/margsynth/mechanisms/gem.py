@@ -170,8 +170,6 @@ class GEM(Mechanism):
         domain), then :func:`~.rap.check_shared` (common fields, the workload's, network's and
         mixture's memory over the finer domain, the output size, the device). Raises
         ``ValueError``."""
-        if refinement is not None and (not isinstance(refinement, Refinement) or refinement.fine != data.domain):
-            raise ValueError("refinement must be a Refinement whose fine domain is the data's")
         for f in ("rounds", "batch_size", "embedding_dim"):
             check_positive_int(f, getattr(self, f))
         if not isinstance(self.hidden, tuple) or not all(
@@ -184,7 +182,7 @@ class GEM(Mechanism):
             raise ValueError(f"ema_beta must be in [0, 1), got {self.ema_beta!r}")
         if self.select not in SELECTIONS:
             raise ValueError(f"select must be one of {SELECTIONS}, got {self.select!r}")
-        check_shared(self, data, device)
+        check_shared(self, data, device, refinement)
 
     def memory_bytes(self, domain) -> tuple[int, int]:
         """``(bytes per query, other bytes)`` a run allocates: per query the exact counts, the
@@ -237,7 +235,6 @@ class GEM(Mechanism):
         from tqdm.auto import tqdm
 
         clock = Stopwatch()
-        fine = data.domain
         if refinement is not None:  # fit on the bins before the rules' cuts
             data = refinement.coarsen(data)
         seconds = {"select": 0.0, "measure": 0.0, "fit": 0.0}
@@ -334,12 +331,8 @@ class GEM(Mechanism):
             records, note = (
                 (self.synthetic_records, {}) if self.synthetic_records else bounded_records(n_hat, len(data.domain))
             )
-            sampler = workload
-            if refinement is not None:  # the rows spread onto the split bins; sampling reads only the layout
-                probs = refinement.expand(probs)
-                sampler = MarginalQueries(fine, ((fine.names[0],),))
-            synth, report = sampler.sample_obeying(probs, records, rng, rules, weights=row_weights, whole=False,
-                                                   keep_counts=False)  # fmt: skip
+            synth, report = workload.sample_obeying(probs, records, rng, rules, weights=row_weights, whole=False,
+                                                    keep_counts=False, refinement=refinement)  # fmt: skip
         seconds["total"] = clock.elapsed()
         return SynthesisResult.from_ledger(
             synth,

@@ -58,7 +58,7 @@ from ..domain import Domain
 from ..inference.repair import enforce
 from ..privacy import BudgetLedger, exponential_mechanism, gaussian_mechanism
 from ..privacy.accounting import exponential_epsilon, gaussian_sigma
-from ..rules import RuleSet
+from ..rules import Refinement, RuleSet
 from . import base as _base
 
 __all__ = [
@@ -307,6 +307,7 @@ class MarginalQueries:
         *,
         whole: bool = True,
         keep_counts: bool = True,
+        refinement: Refinement | None = None,
     ) -> tuple[Dataset, dict[str, Any] | None]:
         """:meth:`sample_records`, then each record that breaks one of ``rules`` gets every
         attribute of its broken rules drawn again, one after the other, among the values every
@@ -331,7 +332,17 @@ class MarginalQueries:
         thousands of rows, so the conditional of every candidate record is costly, and on the
         excerpts neither change moved GEM's score beyond its seeds' spread). Returns the records
         and the report (``None`` without rules: the draws of :meth:`sample_records` alone).
-        Rules are public: no budget."""
+        Rules are public: no budget. ``refinement`` (a :class:`~margsynth.rules.Refinement`
+        whose coarse domain is this workload's): the rows are first spread onto its fine
+        domain (:meth:`~margsynth.rules.Refinement.expand`), where the records are drawn and
+        ``rules`` hold (the bins the rules' thresholds split, for a mechanism that fits on the
+        bins before the split)."""
+        if refinement is not None:
+            if refinement.coarse != self.domain:
+                raise ValueError("the refinement's coarse domain is not the workload's")
+            fine = MarginalQueries(refinement.fine, ((refinement.fine.names[0],),))  # sampling reads only the layout
+            return fine.sample_obeying(refinement.expand(probs), n, rng, rules, weights, whole=whole,
+                                       keep_counts=keep_counts)  # fmt: skip
         synth = self.sample_records(probs, n, rng, weights)
         if rules is None:
             return synth, None

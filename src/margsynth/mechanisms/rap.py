@@ -44,7 +44,7 @@ import numpy as np
 from ..dataset import Dataset
 from ..inference.torch_utils import resolve_device, with_torch_threads
 from ..privacy import BudgetLedger
-from ..rules import RuleSet
+from ..rules import Refinement, RuleSet
 from ..timing import Stopwatch, timed
 from .base import (
     Mechanism,
@@ -77,13 +77,17 @@ def _fraction(name: str, v: object) -> None:
         raise ValueError(f"{name} must be in (0, 1), got {v!r}")
 
 
-def check_shared(mech, data: Dataset, device: Any) -> None:
+def check_shared(mech, data: Dataset, device: Any, refinement: Any = None) -> None:
     """The checks RAP and GEM share, made by their ``validate`` after
     :func:`~.base.check_run_inputs` and their own fields, before any noise: the common fields
     (``degree``, ``iters``, ``patience``, ``lr``, ``tol``, the budget shares, ``progress``,
-    ``synthetic_records``, ``conversion``, ``threads``), the workload's and the mechanism's
-    memory (:func:`~.queries.check_workload_fits` with ``mech.memory_bytes(domain)``), the
-    output size, and the device (a missing GPU is refused, never replaced by the CPU)."""
+    ``synthetic_records``, ``conversion``, ``threads``), the refinement of a mechanism that
+    takes one (a :class:`~margsynth.rules.Refinement` over ``data``'s domain, or ``None``),
+    the workload's and the mechanism's memory (:func:`~.queries.check_workload_fits` with
+    ``mech.memory_bytes(domain)``, over the finer domain), the output size, and the device (a
+    missing GPU is refused, never replaced by the CPU)."""
+    if refinement is not None and (not isinstance(refinement, Refinement) or refinement.fine != data.domain):
+        raise ValueError("refinement must be a Refinement whose fine domain is the data's")
     for f in ("degree", "iters", "patience"):
         check_positive_int(f, getattr(mech, f))
     for f in ("lr", "tol"):
