@@ -65,8 +65,7 @@ from .encoder import ColumnCoding, Encoder, _missing
 from .schema import Schema, category_key
 
 __all__ = ["OPERATORS", "SchemaRule", "check_satisfiable", "compile_rules", "parse_rules", "refinement", "repair_values",
-           "split_bins",
-           "violations"]
+           "split_bins", "violations"]
 
 OPERATORS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq, "!=": operator.ne}
 KINDS = ("forbid", "functional", "if", "order", "null_if")
@@ -541,7 +540,8 @@ def refinement(coarse: Encoder, fine: Encoder) -> Refinement:
     column before the split, and takes the share of that bin's mass that decoding draws from
     its part (the column's private distribution, cell by cell, uniform within a cell:
     :meth:`~margsynth.tabular.encoder.ColumnCoding.segments`; by width where no distribution
-    was measured). Null stays null. Public: computed from the encoders alone."""
+    was measured). Null stays null. Computed from the encoders alone, post-processing of what
+    discovery released: no budget."""
     parent: dict[str, np.ndarray] = {}
     share: dict[str, np.ndarray] = {}
     for cc, cf in zip(coarse.columns, fine.columns):
