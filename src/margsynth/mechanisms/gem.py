@@ -166,10 +166,9 @@ class GEM(Mechanism):
     def check(
         self, data: Dataset, budget: BudgetLedger, *, device: Any = "cpu", refinement: Any = None, **_: object
     ) -> None:
-        """GEM's own checks, before any noise: its fields, the refinement (over ``data``'s
-        domain), then :func:`~.rap.check_shared` (common fields, the workload's, network's and
-        mixture's memory over the finer domain, the output size, the device). Raises
-        ``ValueError``."""
+        """GEM's own checks, before any noise: its fields, then :func:`~.rap.check_shared`
+        (common fields, the refinement, the workload's, network's and mixture's memory over
+        the finer domain, the output size, the device). Raises ``ValueError``."""
         for f in ("rounds", "batch_size", "embedding_dim"):
             check_positive_int(f, getattr(self, f))
         if not isinstance(self.hidden, tuple) or not all(
