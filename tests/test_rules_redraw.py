@@ -527,14 +527,15 @@ def test_whole_redraw_moves_the_premise_where_the_record_says_so():
     assert {tuple(r) for r in stuck.codes.tolist()} == {(0, 0, 0), (0, 0, 1), (1, 1, 1)}
 
 
-def test_rap_redraws_whole_rules_and_keeps_counts_gem_redraws_dependents():
-    """RAP's sampler redraws every attribute of a broken rule and keeps the drawn counts;
-    GEM's redraws only the determined attributes (``sample_obeying(whole=False,
+@pytest.mark.parametrize("name", ["rap", "privpgd"])
+def test_rap_and_privpgd_redraw_whole_rules_and_keep_counts_gem_redraws_dependents(name):
+    """RAP's sampler and PrivPGD's generator redraw every attribute of a broken rule and keep
+    the drawn counts; GEM's redraws only the determined attributes (``sample_obeying(whole=False,
     keep_counts=False)``), so only those appear among its redrawn attributes."""
     rules = _rules()
     dep = set(dependents(rules).values())
-    rap = _run("rap", 0, rules=rules).extras["rules"]
+    whole = _run(name, 0, rules=rules).extras["rules"]
     gem = _run("gem", 0, rules=rules).extras["rules"]
-    assert "rebalanced" in rap and "rebalanced" not in gem
+    assert "rebalanced" in whole and "rebalanced" not in gem
     assert gem["redrawn"] > 0 and set(gem["resampled"]) <= dep | ({a for r in rules for a in r.attrs} if gem["repaired"] else set())
-    assert rap["redrawn"] > 0 and set(rap["resampled"]) - dep  # a premise moved too
+    assert whole["redrawn"] > 0 and set(whole["resampled"]) - dep  # a premise moved too
