@@ -261,8 +261,8 @@ class PrivPGDGenerator:
         if self.consistency:
             with timed(seconds, "consistency"):
                 probs = make_consistent(probs, cliques, sizes, iters=self.consistency_iters)
-        if rules is not None:  # the raking spreads an empty row's mass evenly, forbidden cells too
-            probs = [rules.project(p, c, domain) for p, c in zip(probs, marginals.cliques)]
+            if rules is not None:  # the raking spreads an empty row's mass evenly, forbidden cells too
+                probs = [rules.project(p, c, domain) for p, c in zip(probs, marginals.cliques)]
         counts = [quantize(p, n_particles) for p in probs]
         init = None
         if self.init == "marginals":
