@@ -256,13 +256,14 @@ class PrivPGDGenerator:
                 lr=self.projection_lr, lr_step=self.projection_lr_step, lr_gamma=self.projection_lr_gamma,
                 generator=gen, device=dev,
             )
-        if rules is not None:
-            probs = [rules.project(p, c, domain) for p, c in zip(probs, marginals.cliques)]
+        def lawful(ps: list[np.ndarray]) -> list[np.ndarray]:
+            return ps if rules is None else [rules.project(p, c, domain) for p, c in zip(ps, marginals.cliques)]
+
+        probs = lawful(probs)
         if self.consistency:
             with timed(seconds, "consistency"):
                 probs = make_consistent(probs, cliques, sizes, iters=self.consistency_iters)
-            if rules is not None:  # the raking spreads an empty row's mass evenly, forbidden cells too
-                probs = [rules.project(p, c, domain) for p, c in zip(probs, marginals.cliques)]
+            probs = lawful(probs)  # the raking spreads an empty row's mass evenly, forbidden cells too
         counts = [quantize(p, n_particles) for p in probs]
         init = None
         if self.init == "marginals":
